@@ -1,0 +1,80 @@
+# The one table of instruction sets. A row names the ISA, its fallback parent, the architecture it
+# exists on and the compiler flags that enable it. Adding an ISA is one row here, one folder
+# kernels/<isa>/ with <isa>.h (ML_K_BIND lines) and its .cpp files, one branch in kernels/bind.h
+# and its CPU bits in src/core/isa_check.cpp.
+#
+# A preset sets ML_ISA. This file walks the chain from ML_ISA to scalar and exposes:
+#   ML_ISA_CHAIN      the ISAs of the chain, highest first
+#   ML_ISA_FLAGS      the compiler flags of ML_ISA (applied to every ISA-compiled target)
+#   ML_ISA_DEFINES    -DML_ISA_<ISA> plus -DML_ENABLE_<I> for every ISA of the chain
+
+set(ML_ISA_NAMES "")
+macro(ml_isa name)
+  cmake_parse_arguments(_ISA "" "PARENT;ARCH" "FLAGS" ${ARGN})
+  list(APPEND ML_ISA_NAMES ${name})
+  set(ML_ISA_PARENT_${name} "${_ISA_PARENT}")
+  set(ML_ISA_ARCH_${name} "${_ISA_ARCH}")
+  set(ML_ISA_FLAGS_${name} "${_ISA_FLAGS}")
+endmacro()
+
+#      name        parent        arch  flags
+ml_isa(scalar                    ARCH any)
+ml_isa(sse2        PARENT scalar ARCH x86  FLAGS -msse2)
+ml_isa(sse41       PARENT sse2   ARCH x86  FLAGS -msse4.1)
+ml_isa(avx2        PARENT sse41  ARCH x86  FLAGS -mavx2 -mfma -mf16c)
+ml_isa(avxvnni     PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavxvnni)
+# avx512vnni skips avxvnni on purpose: Ice Lake and Cascade Lake lack the VEX-encoded AVX-VNNI.
+ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni)
+
+# "native" picks the highest x86 ISA whose folder exists and that this CPU runs (probe below).
+function(ml_isa_detect_native out)
+  set(best scalar)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND NOT CMAKE_CROSSCOMPILING)
+    try_run(_run _compile ${CMAKE_BINARY_DIR}/isa_probe
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/../src/core/isa_check.cpp ${CMAKE_CURRENT_LIST_DIR}/../src/core/isa_probe_main.cpp
+      COMPILE_DEFINITIONS -I${CMAKE_CURRENT_LIST_DIR}/../src
+      CXX_STANDARD 20
+      RUN_OUTPUT_VARIABLE _cpu)
+    if(_compile AND _run EQUAL 0)
+      foreach(isa avx512vnni avxvnni avx2 sse41 sse2)
+        if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${isa}/${isa}.h AND _cpu MATCHES "(^| )${isa}( |$)")
+          set(best ${isa})
+          break()
+        endif()
+      endforeach()
+    endif()
+  endif()
+  set(${out} ${best} PARENT_SCOPE)
+endfunction()
+
+if(NOT ML_ISA)
+  set(ML_ISA scalar)
+endif()
+if(ML_ISA STREQUAL "native")
+  ml_isa_detect_native(ML_ISA_RESOLVED)
+  message(STATUS "krafla: native resolved to ${ML_ISA_RESOLVED}")
+else()
+  set(ML_ISA_RESOLVED ${ML_ISA})
+endif()
+if(NOT ML_ISA_RESOLVED IN_LIST ML_ISA_NAMES)
+  message(FATAL_ERROR "ML_ISA=${ML_ISA_RESOLVED} is not in kernels/isa.cmake (${ML_ISA_NAMES})")
+endif()
+
+set(ML_ISA_CHAIN "")
+set(ML_ISA_DEFINES "")
+set(_isa ${ML_ISA_RESOLVED})
+while(_isa)
+  list(APPEND ML_ISA_CHAIN ${_isa})
+  string(TOUPPER ${_isa} _up)
+  list(APPEND ML_ISA_DEFINES ML_ENABLE_${_up})
+  set(_isa ${ML_ISA_PARENT_${_isa}})
+endwhile()
+string(TOUPPER ${ML_ISA_RESOLVED} _up)
+list(APPEND ML_ISA_DEFINES ML_ISA_${_up})
+set(ML_ISA_FLAGS ${ML_ISA_FLAGS_${ML_ISA_RESOLVED}})
+message(STATUS "krafla: ISA ${ML_ISA_RESOLVED}, chain ${ML_ISA_CHAIN}, flags '${ML_ISA_FLAGS}'")
+
+# Everything compiled with the ISA's flags links this.
+add_library(ml_isa_flags INTERFACE)
+target_compile_options(ml_isa_flags INTERFACE ${ML_ISA_FLAGS})
+target_compile_definitions(ml_isa_flags INTERFACE ${ML_ISA_DEFINES})

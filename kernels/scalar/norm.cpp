@@ -1,0 +1,61 @@
+// Scalar element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
+// Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
+// written; no allocation, no global state. Float32 throughout, sums accumulated left to right;
+// exponentials through std::exp on float (expf).
+#include <cmath>
+
+#include "kernels/scalar/scalar.h"
+
+// o[i] = w[i] * (x[i] * (1 / sqrt(sum(x^2) / n + eps))); o may alias x (the sum is taken first).
+extern "C" void ml_k_rmsnorm_scalar(float* o, const float* x, const float* w, int n, float eps) {
+  if (n <= 0) return;
+  float ss = 0.0f;
+  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(ss / (float)n + eps);
+  for (int i = 0; i < n; ++i) o[i] = w[i] * (x[i] * scale);
+}
+
+// x[i] = exp(x[i] - max) / sum_j exp(x[j] - max); every input -inf: x[i] = 1 / n.
+// Subtracting the max keeps every exponent <= 0, so +-1e4 and -1e30 inputs stay finite.
+extern "C" void ml_k_softmax_scalar(float* x, int n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  if (mx == -INFINITY) {  // exp(-inf - -inf) would be NaN: define the limit as uniform
+    for (int i = 0; i < n; ++i) x[i] = 1.0f / (float)n;
+    return;
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  for (int i = 0; i < n; ++i) x[i] = x[i] / sum;
+}
+
+// g[i] = (g[i] / (1 + exp(-g[i]))) * u[i]  (SwiGLU gate).
+extern "C" void ml_k_silu_mul_scalar(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = (g[i] / (1.0f + std::exp(-g[i]))) * u[i];
+}
+
+// y[i] = y[i] + x[i]  (residual connection).
+extern "C" void ml_k_add_scalar(float* y, const float* x, int n) {
+  for (int i = 0; i < n; ++i) y[i] = y[i] + x[i];
+}
+
+// Each head h, pair i < head_dim / 2 with indices (a, b) = (2i, 2i+1) for style 0 or
+// (i, i + head_dim/2) for style 1: (a, b) -> (a*cos[i] - b*sin[i], a*sin[i] + b*cos[i]).
+extern "C" void ml_k_rope_scalar(float* x, int n_heads, int head_dim, const float* cos, const float* sin,
+                                 int style) {
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + (size_t)h * (size_t)head_dim;
+    for (int i = 0; i < half; ++i) {
+      const int ia = style == 0 ? 2 * i : i;
+      const int ib = style == 0 ? 2 * i + 1 : i + half;
+      const float a = v[ia], b = v[ib];
+      v[ia] = a * cos[i] - b * sin[i];
+      v[ib] = a * sin[i] + b * cos[i];
+    }
+  }
+}

@@ -1,0 +1,37 @@
+// Glue shared by the command-line apps: exit codes, error printing, CLI11 parsing with the
+// project's exit-code rules, and strict parsing of token-id lists.
+//
+// Exit codes (docs/user-guide.md): 0 ok; 2 bad usage or bad input (an option, a value, a
+// malformed or unsupported model file); 3 the CPU lacks the build's ISA (main_guard.cpp);
+// 1 anything else (I/O failure, out of memory).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace ml::cli {
+
+inline constexpr int EXIT_OK = 0, EXIT_FAILURE_ = 1, EXIT_USAGE = 2, EXIT_ISA = 3;
+
+// The exit code for a failed status.
+int exit_code(ml_status s);
+
+// Prints "prog: message" to stderr and returns exit_code(err.status).
+int report(const char* prog, const ml_error& err);
+
+// Prints "prog: message" to stderr and returns EXIT_USAGE.
+int usage_error(const char* prog, const std::string& message);
+
+// Parses argv. Returns -1 when the program should continue, else the exit code to return now
+// (0 after --help, EXIT_USAGE after a parse error, whose message names the option).
+int parse(CLI::App& app, const char* prog, int argc, char** argv);
+
+// Parses "1 2 3" (spaces, tabs, newlines or commas between decimal ids) strictly: every item must
+// be a whole int32. On failure returns false and sets *bad to the offending item.
+bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* bad);
+
+}  // namespace ml::cli

@@ -1,0 +1,20 @@
+// Every executable's main(). Compiled WITHOUT the build's ISA flags, together with
+// src/core/isa_check.cpp: it checks that the CPU runs the build's ISA before any code compiled
+// with those flags executes (ml_main and everything it calls). ISA-compiled files must hold no
+// namespace-scope objects with dynamic initialisers, which would run before this check.
+#include <cstdio>
+#include <cstring>
+
+#include "core/isa_check.h"
+
+int ml_main(int argc, char** argv);
+
+int main(int argc, char** argv) {
+  if (const char* missing = ml_isa_missing(ML_BUILD_ISA)) {
+    const char* prog = std::strrchr(argv[0], '/');
+    std::fprintf(stderr, "%s: this build needs the %s instruction set, but the CPU lacks %s\n",
+                 prog ? prog + 1 : argv[0], ML_BUILD_ISA, missing);
+    return 3;
+  }
+  return ml_main(argc, argv);
+}

@@ -1,0 +1,100 @@
+#include "core/file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if !ML_NO_MMAP
+#include <sys/mman.h>
+#endif
+
+namespace {
+
+ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* err) {
+  const size_t cap = size == 0 ? 64 : (size + 63) / 64 * 64;
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, cap));
+  if (!buf) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it", path, size);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::read(fd, buf + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      std::free(buf);
+      return ml_fail(err, ML_E_IO, "%s: read failed at byte %zu: %s", path, got,
+                     r == 0 ? "unexpected end of file" : std::strerror(errno));
+    }
+    got += static_cast<size_t>(r);
+  }
+  f->data = buf;
+  f->size = size;
+  f->mapped = false;
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
+  *f = ml_file{};
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ml_fail(err, ML_E_IO, "%s: cannot open: %s", path, std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ml_fail(err, ML_E_IO, "%s: not a regular file", path);
+  }
+  if ((unsigned long long)st.st_size > (unsigned long long)SIZE_MAX) {
+    ::close(fd);
+    return ml_fail(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space", path, (long long)st.st_size);
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  ml_status s = ML_OK;
+#if !ML_NO_MMAP
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      f->data = static_cast<const uint8_t*>(p);
+      f->size = size;
+      f->mapped = true;
+      ::close(fd);
+      return ML_OK;
+    }
+  }
+#endif
+  s = read_all(fd, path, size, f, err);
+  ::close(fd);
+  return s;
+}
+
+void ml_file_borrow(ml_file* f, const void* data, size_t size) {
+  f->data = static_cast<const uint8_t*>(data);
+  f->size = size;
+  f->mapped = false;
+  f->borrowed = true;
+}
+
+void ml_file_release(const ml_file* f, size_t offset, size_t len) {
+#if !ML_NO_MMAP
+  if (!f->mapped || len == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = (offset + page - 1) / page * page;  // whole pages inside the range only
+  const size_t end = (offset + len) / page * page;
+  if (end > begin) ::madvise(const_cast<uint8_t*>(f->data) + begin, end - begin, MADV_DONTNEED);
+#else
+  (void)f; (void)offset; (void)len;
+#endif
+}
+
+void ml_file_close(ml_file* f) {
+  if (f->data && !f->borrowed) {
+#if !ML_NO_MMAP
+    if (f->mapped) ::munmap(const_cast<uint8_t*>(f->data), f->size);
+    else
+#endif
+      std::free(const_cast<uint8_t*>(f->data));
+  }
+  *f = ml_file{};
+}

@@ -1,0 +1,26 @@
+// A whole file, read-only in memory: mapped with mmap, or read into one 64-byte-aligned buffer
+// when built with ML_NO_MMAP (the WebAssembly build) or when mapping fails.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+
+struct ml_file {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool mapped = false;    // true: munmap on close
+  bool borrowed = false;  // true: the caller owns data; close does not free it
+};
+
+// Opens path. Fails with ML_E_IO naming the path and the OS error.
+ml_status ml_file_open(ml_file* f, const char* path, ml_error* err);
+
+// Wraps a caller-owned buffer (the wasm loader passes bytes it received); close does not free it.
+void ml_file_borrow(ml_file* f, const void* data, size_t size);
+
+// Tells the OS the pages of [offset, offset + len) will not be read again (madvise DONTNEED on
+// a mapping; a no-op otherwise). Used to release weights once they have been packed.
+void ml_file_release(const ml_file* f, size_t offset, size_t len);
+
+void ml_file_close(ml_file* f);

@@ -1,0 +1,105 @@
+#include "core/isa_check.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define ML_X86 1
+#endif
+
+namespace {
+
+bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
+
+// Each x86 ISA's requirements, checked in order; the first unmet one is reported.
+const char* missing_sse2(const ml_cpuid_regs* r) { return bit(r->l1_edx, 26) ? nullptr : "sse2"; }
+
+const char* missing_sse41(const ml_cpuid_regs* r) {
+  if (const char* m = missing_sse2(r)) return m;
+  if (!bit(r->l1_ecx, 9)) return "ssse3";
+  if (!bit(r->l1_ecx, 19)) return "sse4.1";
+  return nullptr;
+}
+
+const char* missing_avx2(const ml_cpuid_regs* r) {
+  if (const char* m = missing_sse41(r)) return m;
+  if (!bit(r->l1_ecx, 28)) return "avx";
+  if (!bit(r->l1_ecx, 27) || (r->xcr0 & 0x6) != 0x6) return "OS support for AVX state (XCR0 bits 1-2)";
+  if (!bit(r->l1_ecx, 12)) return "fma";
+  if (!bit(r->l1_ecx, 29)) return "f16c";
+  if (r->max_leaf < 7 || !bit(r->l7_ebx, 5)) return "avx2";
+  return nullptr;
+}
+
+const char* missing_avxvnni(const ml_cpuid_regs* r) {
+  if (const char* m = missing_avx2(r)) return m;
+  if (!bit(r->l7_1_eax, 4)) return "avxvnni";
+  return nullptr;
+}
+
+const char* missing_avx512vnni(const ml_cpuid_regs* r) {
+  if (const char* m = missing_avx2(r)) return m;
+  if (!bit(r->l7_ebx, 16)) return "avx512f";
+  if (!bit(r->l7_ebx, 30)) return "avx512bw";
+  if (!bit(r->l7_ebx, 31)) return "avx512vl";
+  if (!bit(r->l7_ecx, 11)) return "avx512vnni";
+  if ((r->xcr0 & 0xE0) != 0xE0) return "OS support for AVX-512 state (XCR0 bits 5-7)";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ml_isa_missing_x86(const char* isa, const ml_cpuid_regs* r) {
+  if (std::strcmp(isa, "scalar") == 0) return nullptr;
+  if (std::strcmp(isa, "sse2") == 0) return missing_sse2(r);
+  if (std::strcmp(isa, "sse41") == 0) return missing_sse41(r);
+  if (std::strcmp(isa, "avx2") == 0) return missing_avx2(r);
+  if (std::strcmp(isa, "avxvnni") == 0) return missing_avxvnni(r);
+  if (std::strcmp(isa, "avx512vnni") == 0) return missing_avx512vnni(r);
+  return isa;
+}
+
+ml_cpuid_regs ml_cpuid_read() {
+  ml_cpuid_regs r;
+#ifdef ML_X86
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return r;
+  r.max_leaf = a;
+  if (r.max_leaf >= 1) {
+    __cpuid(1, a, b, c, d);
+    r.l1_ecx = c;
+    r.l1_edx = d;
+  }
+  if (r.max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    r.l7_ebx = b;
+    r.l7_ecx = c;
+    const unsigned max_sub = a;
+    if (max_sub >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      r.l7_1_eax = a;
+    }
+  }
+  if ((r.l1_ecx >> 27) & 1u) {  // OSXSAVE: XGETBV is available
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    r.xcr0 = ((uint64_t)hi << 32) | lo;
+  }
+#endif
+  return r;
+}
+
+const char* ml_isa_missing(const char* isa) {
+  static const char* const x86_isas[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"};
+  for (const char* x : x86_isas) {
+    if (std::strcmp(isa, x) == 0) {
+#ifdef ML_X86
+      const ml_cpuid_regs r = ml_cpuid_read();
+      return ml_isa_missing_x86(isa, &r);
+#else
+      return isa;  // an x86 ISA on another architecture
+#endif
+    }
+  }
+  return nullptr;  // scalar, and the ISAs of other architectures: the build is trusted
+}

@@ -1,0 +1,186 @@
+// The .mlb writer (ml_convert). Lays out the file exactly as docs/format.md says: the header,
+// the directory right after it (dir_offset = 256), every array (quants, then scales) starting at
+// a multiple of 64 in the order given, then the tokenizer section (also 64-aligned) last; gaps
+// are zero bytes and file_size is the exact length. Every offset and size is overflow-checked.
+// The file is written to "<path>.tmp.<pid>" and renamed over path only once it is complete;
+// on any failure the temporary file is removed and ML_E_IO names the path and the OS error.
+#include "model/format_write.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "core/checked.h"
+
+namespace {
+
+bool align64(uint64_t v, uint64_t* out) {
+  uint64_t t;
+  if (!ml_add64(v, ML_MLB_ALIGN - 1, &t)) return false;
+  *out = t & ~(ML_MLB_ALIGN - 1);
+  return true;
+}
+
+bool is_quant(uint32_t type) { return type == ML_DT_Q8 || type == ML_DT_Q4; }
+
+// Checks that entry i is writable (name, type, shape, scale type, pointers) and computes its
+// data_size and scale_size from its type and shape.
+ml_status tensor_sizes(const ml_mlb_tensor_src* s, size_t i, uint32_t header_scale_type, uint64_t* data_size,
+                       uint64_t* scale_size, ml_error* err) {
+  const ml_mlb_tensor* t = &s->t;
+  const size_t len = strnlen(t->name, ML_MLB_NAME_MAX);
+  if (len == 0 || len >= ML_MLB_NAME_MAX)
+    return ml_fail(err, ML_E_ARG, "tensor %zu: name must be 1..%u bytes", i, ML_MLB_NAME_MAX - 1);
+  if (t->rows == 0 || t->cols == 0)
+    return ml_fail(err, ML_E_ARG, "tensor %s: shape %ux%u is empty", t->name, t->rows, t->cols);
+  const uint64_t n = (uint64_t)t->rows * t->cols;  // two u32: cannot overflow u64
+  *scale_size = 0;
+  switch (t->type) {
+    case ML_DT_F32:
+    case ML_DT_F16:
+      if (t->scale_type != 0)
+        return ml_fail(err, ML_E_ARG, "tensor %s: scale_type %u on an unquantized tensor", t->name, t->scale_type);
+      *data_size = n * (t->type == ML_DT_F32 ? 4 : 2);
+      break;
+    case ML_DT_Q8:
+    case ML_DT_Q4:
+      if (t->cols % 32 != 0)
+        return ml_fail(err, ML_E_ARG, "tensor %s: cols %u is not a multiple of 32", t->name, t->cols);
+      if (t->scale_type != header_scale_type)
+        return ml_fail(err, ML_E_ARG, "tensor %s: scale_type %u differs from the header's %u", t->name, t->scale_type,
+                       header_scale_type);
+      if (t->scale_type != ML_SCALE_F32 && t->scale_type != ML_SCALE_F16)
+        return ml_fail(err, ML_E_ARG, "tensor %s: scale_type %u is not 0 (f32) or 1 (f16)", t->name, t->scale_type);
+      *data_size = t->type == ML_DT_Q8 ? n : n / 2;
+      *scale_size = n / 32 * (t->scale_type == ML_SCALE_F32 ? 4 : 2);
+      if (!s->scales) return ml_fail(err, ML_E_ARG, "tensor %s: no scales", t->name);
+      break;
+    default:
+      return ml_fail(err, ML_E_ARG, "tensor %s: type %u is not 0..3", t->name, t->type);
+  }
+  if (!s->data) return ml_fail(err, ML_E_ARG, "tensor %s: no data", t->name);
+  if (*data_size > SIZE_MAX || *scale_size > SIZE_MAX)
+    return ml_fail(err, ML_E_NOMEM, "tensor %s: %llu bytes do not fit in memory", t->name,
+                   (unsigned long long)*data_size);
+  return ML_OK;
+}
+
+// Validates every entry and computes the header's tokenizer fields and file_size, checking
+// every offset for overflow (the write loop below then repeats the same arithmetic unchecked).
+ml_status layout(const char* path, ml_mlb_header* hdr, const ml_mlb_tensor_src* tensors, size_t n,
+                 bool has_tokenizer, size_t tokenizer_size, ml_error* err) {
+  uint64_t pos;
+  if (!ml_mul64(n, ML_MLB_DIR_ENTRY_SIZE, &pos) || !ml_add64(pos, ML_MLB_HEADER_SIZE, &pos))
+    return ml_fail(err, ML_E_NOMEM, "%s: directory size overflows", path);
+  for (size_t i = 0; i < n; ++i) {
+    ml_mlb_tensor t = tensors[i].t;
+    ML_TRY(tensor_sizes(&tensors[i], i, hdr->scale_type, &t.data_size, &t.scale_size, err));
+    t.scale_offset = 0;
+    if (!align64(pos, &t.data_offset) || !ml_add64(t.data_offset, t.data_size, &pos))
+      return ml_fail(err, ML_E_NOMEM, "%s: file size overflows at tensor %s", path, t.name);
+    if (is_quant(t.type) && (!align64(pos, &t.scale_offset) || !ml_add64(t.scale_offset, t.scale_size, &pos)))
+      return ml_fail(err, ML_E_NOMEM, "%s: file size overflows at tensor %s", path, t.name);
+  }
+  hdr->tokenizer_offset = 0;
+  hdr->tokenizer_size = 0;
+  if (has_tokenizer) {
+    if (!align64(pos, &hdr->tokenizer_offset) || !ml_add64(tokenizer_size, 8, &hdr->tokenizer_size) ||
+        !ml_add64(hdr->tokenizer_offset, hdr->tokenizer_size, &pos))
+      return ml_fail(err, ML_E_NOMEM, "%s: file size overflows at the tokenizer", path);
+  }
+  hdr->file_size = pos;
+  return ML_OK;
+}
+
+// fwrite that reports failure with errno set (EIO when the C library left it alone).
+bool write_bytes(FILE* f, const void* p, size_t n) {
+  errno = 0;
+  if (n == 0 || std::fwrite(p, 1, n, f) == n) return true;
+  if (errno == 0) errno = EIO;
+  return false;
+}
+
+// Writes zeros from *pos up to offset, then n bytes of p; *pos follows.
+bool write_at(FILE* f, uint64_t* pos, uint64_t offset, const void* p, uint64_t n) {
+  static const uint8_t zeros[ML_MLB_ALIGN] = {0};
+  while (*pos < offset) {
+    const uint64_t k = offset - *pos < ML_MLB_ALIGN ? offset - *pos : ML_MLB_ALIGN;
+    if (!write_bytes(f, zeros, (size_t)k)) return false;
+    *pos += k;
+  }
+  if (!write_bytes(f, p, (size_t)n)) return false;
+  *pos += n;
+  return true;
+}
+
+}  // namespace
+
+ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err) {
+  if (n_tensors > UINT32_MAX) return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", path, n_tensors);
+  if (n_tensors > 0 && !tensors) return ml_fail(err, ML_E_ARG, "%s: no tensors given", path);
+
+  ml_mlb_header hdr = *h;
+  hdr.version = ML_MLB_VERSION;
+  hdr.header_size = ML_MLB_HEADER_SIZE;
+  hdr.n_tensors = (uint32_t)n_tensors;
+  hdr.dir_offset = ML_MLB_HEADER_SIZE;
+  ML_TRY(layout(path, &hdr, tensors, n_tensors, tokenizer != nullptr, tokenizer_size, err));
+
+  char tmp[4096];
+  const int len = std::snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (len < 0 || (size_t)len >= sizeof tmp) return ml_fail(err, ML_E_IO, "%s: path too long", path);
+  FILE* f = std::fopen(tmp, "wb");
+  if (!f) return ml_fail(err, ML_E_IO, "cannot create %s: %s", tmp, std::strerror(errno));
+
+  uint64_t at = 0;  // bytes written so far
+  uint8_t buf[ML_MLB_HEADER_SIZE];
+  ml_mlb_encode_header(&hdr, buf);
+  bool ok = write_at(f, &at, 0, buf, ML_MLB_HEADER_SIZE);
+
+  // The directory, then the arrays in order. Each entry is recomputed one at a time, so the
+  // writer needs no allocation; layout() above already validated every entry.
+  for (size_t pass = 0; pass < 2; ++pass) {
+    uint64_t pos = (uint64_t)ML_MLB_HEADER_SIZE + (uint64_t)n_tensors * ML_MLB_DIR_ENTRY_SIZE;
+    for (size_t i = 0; ok && i < n_tensors; ++i) {
+      ml_mlb_tensor t = tensors[i].t;
+      tensor_sizes(&tensors[i], i, hdr.scale_type, &t.data_size, &t.scale_size, nullptr);
+      align64(pos, &t.data_offset);
+      pos = t.data_offset + t.data_size;
+      t.scale_offset = 0;
+      if (is_quant(t.type)) {
+        align64(pos, &t.scale_offset);
+        pos = t.scale_offset + t.scale_size;
+      } else {
+        t.scale_size = 0;
+      }
+      if (pass == 0) {
+        uint8_t e[ML_MLB_DIR_ENTRY_SIZE];
+        ml_mlb_encode_tensor(&t, e);
+        ok = write_at(f, &at, ML_MLB_HEADER_SIZE + (uint64_t)i * ML_MLB_DIR_ENTRY_SIZE, e, ML_MLB_DIR_ENTRY_SIZE);
+      } else {
+        ok = write_at(f, &at, t.data_offset, tensors[i].data, t.data_size);
+        if (ok && is_quant(t.type)) ok = write_at(f, &at, t.scale_offset, tensors[i].scales, t.scale_size);
+      }
+    }
+  }
+  if (ok && tokenizer) {
+    const uint8_t head[8] = {1, 0, 0, 0, 0, 0, 0, 0};  // kind 1 (llama2.c tokenizer.bin), reserved 0
+    ok = write_at(f, &at, hdr.tokenizer_offset, head, 8) && write_at(f, &at, at, tokenizer, tokenizer_size);
+  }
+
+  int e = ok ? 0 : (errno ? errno : EIO);
+  if (!e && at != hdr.file_size) e = EIO;  // cannot happen unless the layout passes disagree
+  if (!e && std::fflush(f) != 0) e = errno ? errno : EIO;
+  if (!e && fsync(fileno(f)) != 0) e = errno ? errno : EIO;
+  if (std::fclose(f) != 0 && !e) e = errno ? errno : EIO;
+  if (!e && std::rename(tmp, path) != 0) e = errno ? errno : EIO;
+  if (e) {
+    std::remove(tmp);
+    return ml_fail(err, ML_E_IO, "cannot write %s: %s", path, std::strerror(e));
+  }
+  return ML_OK;
+}

@@ -1,0 +1,22 @@
+// Writing .mlb files (ml_convert). The writer lays out the header, the directory, every array
+// 64-byte aligned and the tokenizer section exactly as docs/format.md specifies.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "core/status.h"
+#include "model/format.h"
+
+// One tensor to write: its directory fields (offsets are filled in by the writer) and its bytes.
+struct ml_mlb_tensor_src {
+  ml_mlb_tensor t;               // name, type, scale_type, rows, cols
+  const void* data = nullptr;    // data_size bytes (computed from type and shape)
+  const void* scales = nullptr;  // Q8/Q4: scale bytes; else null
+};
+
+// Writes a complete file to path: h (n_tensors, offsets and file_size are computed), the tensors in
+// order, then the tokenizer section (kind 1) when tokenizer is non-null. Writes to a temporary
+// file and renames it, so a failed conversion never leaves a half-written model behind.
+ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err);

@@ -1,0 +1,164 @@
+// Loading a model: parse the .mlb, check the hyperparameters this engine runs, bind every tensor
+// by name with its expected type and shape, and scan Q8 quants for the excluded value -128.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "model/model.h"
+
+#include "core/quant_ref.h"
+
+namespace {
+
+// Rejects reserved features this version of the engine does not run yet.
+ml_status check_supported(const ml_mlb_header& h, ml_error* err) {
+  if (h.arch != ML_ARCH_LLAMA)
+    return ml_fail(err, ML_E_FORMAT, "header: arch %u is reserved but not supported yet (only 0, llama)", h.arch);
+  if (h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER)
+    return ml_fail(err, ML_E_FORMAT, "header: flags 0x%x use features not supported yet (qkv bias, q/k norm, post-norms)",
+                   h.flags);
+  if (h.rope_scaling != ML_ROPE_SCALING_NONE)
+    return ml_fail(err, ML_E_FORMAT, "header: rope_scaling %u is not supported yet", h.rope_scaling);
+  if (h.activation != ML_ACT_SILU) return ml_fail(err, ML_E_FORMAT, "header: activation %u is not supported yet", h.activation);
+  if (h.sliding_window != 0) return ml_fail(err, ML_E_FORMAT, "header: sliding_window %u is not supported yet", h.sliding_window);
+  if (h.linear_period != 0) return ml_fail(err, ML_E_FORMAT, "header: linear_period %u is not supported yet", h.linear_period);
+  return ML_OK;
+}
+
+ml_status bind_vector(const ml_model* m, const char* name, uint32_t n, const float** out, ml_error* err) {
+  ml_mlb_tensor t;
+  if (!ml_mlb_find(&m->mlb, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
+  if (t.type != ML_DT_F32) return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected 0 (F32)", name, t.type);
+  if (t.rows != 1 || t.cols != n)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected 1 x %u", name, t.rows, t.cols, n);
+  *out = reinterpret_cast<const float*>(m->mlb.base + t.data_offset);
+  return ML_OK;
+}
+
+// Binds a weight matrix and checks its quants: a Q8 quant of -128 is outside the format.
+ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32_t cols, ml_qtensor* out,
+                      ml_error* err) {
+  ml_mlb_tensor t;
+  const ml_mlb_header& h = m->mlb.h;
+  if (!ml_mlb_find(&m->mlb, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
+  if (t.type != h.wtype)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected the header's wtype %u", name, t.type, h.wtype);
+  if (t.scale_type != h.scale_type)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: scale_type %u, expected the header's %u", name, t.scale_type,
+                   h.scale_type);
+  if (t.rows != rows || t.cols != cols)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected %u x %u", name, t.rows, t.cols, rows, cols);
+  out->q = m->mlb.base + t.data_offset;
+  out->d = m->mlb.base + t.scale_offset;
+  out->rows = (int)rows;
+  out->cols = (int)cols;
+  out->d_f16 = t.scale_type == ML_SCALE_F16;
+  if (t.type == ML_DT_Q8) {
+    const int8_t* q = static_cast<const int8_t*>(out->q);
+    for (uint64_t i = 0; i < t.data_size; ++i)
+      if (q[i] == -128)
+        return ml_fail(err, ML_E_FORMAT, "tensor %s: Q8 quant -128 at index %llu (quants must be in [-127, 127])", name,
+                       (unsigned long long)i);
+  }
+  return ML_OK;
+}
+
+ml_status bind_all(ml_model* m, ml_error* err) {
+  const ml_mlb_header& h = m->mlb.h;
+  ml_config& c = m->cfg;
+  c.dim = (int)h.dim;
+  c.hidden_dim = (int)h.hidden_dim;
+  c.n_layers = (int)h.n_layers;
+  c.n_heads = (int)h.n_heads;
+  c.n_kv_heads = (int)h.n_kv_heads;
+  c.head_dim = (int)h.head_dim;
+  c.vocab_size = (int)h.vocab_size;
+  c.max_seq = (int)(h.max_seq > (1u << 30) ? (1u << 30) : h.max_seq);
+  c.q_dim = c.n_heads * c.head_dim;
+  c.kv_dim = c.n_kv_heads * c.head_dim;
+  c.wtype = (int)h.wtype;
+  c.norm_eps = h.norm_eps;
+  c.rope_theta = h.rope_theta;
+  c.embed_scale = h.embed_scale;
+  c.rope_type = (int)h.rope_type;
+  c.bos_id = (int)h.bos_id;
+  c.eos_id = (int)h.eos_id;
+  c.tied = (h.flags & ML_FLAG_TIED_CLASSIFIER) != 0;
+
+  ML_TRY(bind_matrix(m, "tok_embd", h.vocab_size, h.dim, &m->tok_embd, err));
+  ML_TRY(bind_vector(m, "output_norm", h.dim, &m->output_norm, err));
+  ml_mlb_tensor unused;
+  if (c.tied) {
+    if (ml_mlb_find(&m->mlb, "output", &unused))
+      return ml_fail(err, ML_E_SHAPE, "tensor output is present but flags say the classifier is tied");
+    m->output = m->tok_embd;
+  } else {
+    ML_TRY(bind_matrix(m, "output", h.vocab_size, h.dim, &m->output, err));
+  }
+  m->layers = static_cast<ml_layer*>(std::calloc(h.n_layers, sizeof(ml_layer)));
+  if (!m->layers) return ml_fail(err, ML_E_NOMEM, "cannot allocate %u layer descriptors", h.n_layers);
+  const uint32_t q_dim = h.n_heads * h.head_dim, kv_dim = h.n_kv_heads * h.head_dim;
+  for (uint32_t l = 0; l < h.n_layers; ++l) {
+    ml_layer& L = m->layers[l];
+    char name[ML_MLB_NAME_MAX];
+    auto nm = [&](const char* suffix) {
+      std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
+      return name;
+    };
+    ML_TRY(bind_vector(m, nm("attn_norm"), h.dim, &L.attn_norm, err));
+    ML_TRY(bind_matrix(m, nm("attn_q"), q_dim, h.dim, &L.wq, err));
+    ML_TRY(bind_matrix(m, nm("attn_k"), kv_dim, h.dim, &L.wk, err));
+    ML_TRY(bind_matrix(m, nm("attn_v"), kv_dim, h.dim, &L.wv, err));
+    ML_TRY(bind_matrix(m, nm("attn_output"), h.dim, q_dim, &L.wo, err));
+    ML_TRY(bind_vector(m, nm("ffn_norm"), h.dim, &L.ffn_norm, err));
+    ML_TRY(bind_matrix(m, nm("ffn_gate"), h.hidden_dim, h.dim, &L.w1, err));
+    ML_TRY(bind_matrix(m, nm("ffn_down"), h.dim, h.hidden_dim, &L.w2, err));
+    ML_TRY(bind_matrix(m, nm("ffn_up"), h.hidden_dim, h.dim, &L.w3, err));
+  }
+  return ML_OK;
+}
+
+ml_status load_parsed(ml_model* m, ml_error* err) {
+  ML_TRY(ml_mlb_parse(&m->mlb, m->file.data, m->file.size, err));
+  ML_TRY(check_supported(m->mlb.h, err));
+  return bind_all(m, err);
+}
+
+}  // namespace
+
+ml_status ml_model_load(ml_model* m, const char* path, ml_error* err) {
+  *m = ml_model{};
+  ML_TRY(ml_file_open(&m->file, path, err));
+  const ml_status s = load_parsed(m, err);
+  if (s != ML_OK) ml_model_free(m);
+  return s;
+}
+
+ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_error* err) {
+  *m = ml_model{};
+  ml_file_borrow(&m->file, data, size);
+  const ml_status s = load_parsed(m, err);
+  if (s != ML_OK) ml_model_free(m);
+  return s;
+}
+
+void ml_model_free(ml_model* m) {
+  std::free(m->layers);
+  ml_file_close(&m->file);
+  *m = ml_model{};
+}
+
+void ml_model_embed(const ml_model* m, int token, float* x) {
+  const ml_qtensor& E = m->tok_embd;
+  const int dim = E.cols, nb = dim / ML_QK;
+  const float scale = m->cfg.embed_scale;
+  const size_t block0 = (size_t)token * nb;
+  if (m->cfg.wtype == ML_DT_Q8) {
+    const int8_t* q = static_cast<const int8_t*>(E.q) + (size_t)token * dim;
+    for (int i = 0; i < dim; ++i) x[i] = (float)q[i] * ml_qtensor_scale(&E, block0 + i / ML_QK) * scale;
+  } else {
+    const uint8_t* row = static_cast<const uint8_t*>(E.q) + (size_t)token * dim / 2;
+    for (int i = 0; i < dim; ++i) x[i] = (float)ml_q4_value(row, i) * ml_qtensor_scale(&E, block0 + i / ML_QK) * scale;
+  }
+}

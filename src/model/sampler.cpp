@@ -1,0 +1,168 @@
+// Token sampling: greedy, temperature, top-k, top-p over caller-provided scratch, with
+// llama2.c's xorshift64* generator and a portable exp. See sampler.h for the exact rules.
+#include "model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/checked.h"
+
+namespace {
+
+constexpr uint64_t kZeroSeed = 0x9E3779B97F4A7C15ull;  // replaces seed 0 (a fixed point of xorshift)
+
+// Descending probability, then ascending id: a total order, so std::sort and std::nth_element
+// give the same result in every standard library.
+struct ByProb {
+  const double* p;
+  bool operator()(int32_t a, int32_t b) const { return p[a] != p[b] ? p[a] > p[b] : a < b; }
+};
+
+}  // namespace
+
+uint32_t ml_rng_u32(uint64_t* state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+double ml_rng_unit(uint64_t* state) { return (double)(ml_rng_u32(state) >> 8) / 16777216.0; }
+
+double ml_exp_portable(double x) {
+  if (std::isnan(x)) return x;
+  if (x < -745.2) return 0.0;  // below the smallest subnormal, e^x rounds to 0
+  if (x > 0.0) x = 0.0;        // only called with x <= 0; clamp rounding strays
+  // x = k ln2 + r, |r| <= ln2/2. ln2_hi has 32 significant bits, so k * ln2_hi is exact.
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  const double k = std::floor(x * kLog2e + 0.5);
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  // Taylor to r^13: the first omitted term is below 0.35^14 / 14! < 5e-18.
+  double p = 1.0 / 6227020800.0;  // 1/13!
+  static constexpr double kInvFact[13] = {1.0,
+                                          1.0,
+                                          1.0 / 2,
+                                          1.0 / 6,
+                                          1.0 / 24,
+                                          1.0 / 120,
+                                          1.0 / 720,
+                                          1.0 / 5040,
+                                          1.0 / 40320,
+                                          1.0 / 362880,
+                                          1.0 / 3628800,
+                                          1.0 / 39916800,
+                                          1.0 / 479001600};
+  for (int i = 12; i >= 0; i--) p = p * r + kInvFact[i];
+  return std::ldexp(p, (int)k);  // exact scaling (correctly rounded when subnormal)
+}
+
+int32_t ml_argmax(const float* x, int32_t n) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < n; i++) {
+    if (std::isnan(x[i])) continue;
+    if (best < 0 || x[i] > x[best]) best = i;
+  }
+  return best < 0 ? 0 : best;
+}
+
+size_t ml_sampler_scratch_bytes(int32_t vocab) {
+  size_t bytes;
+  if (vocab <= 0 || !ml_mul((size_t)vocab, sizeof(double) + sizeof(int32_t), &bytes)) return 0;
+  return bytes;
+}
+
+void ml_sampler_seed(ml_sampler* s, uint64_t seed) { s->rng = seed ? seed : kZeroSeed; }
+
+ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, float temperature, float top_p, int32_t top_k,
+                          uint64_t seed, void* scratch, ml_error* err) {
+  *s = ml_sampler{};
+  if (vocab <= 0) return ml_fail(err, ML_E_ARG, "sampler: vocab %d must be positive", (int)vocab);
+  if (!std::isfinite(temperature) || temperature < 0.0f)
+    return ml_fail(err, ML_E_ARG, "sampler: temperature %g must be finite and >= 0", (double)temperature);
+  if (!(top_p > 0.0f && top_p <= 1.0f))
+    return ml_fail(err, ML_E_ARG, "sampler: top_p %g must be in (0, 1]", (double)top_p);
+  if (top_k < 0) return ml_fail(err, ML_E_ARG, "sampler: top_k %d must be >= 0", (int)top_k);
+  const bool greedy = temperature == 0.0f || top_k == 1;
+  if (!greedy) {
+    if (ml_sampler_scratch_bytes(vocab) == 0)
+      return ml_fail(err, ML_E_NOMEM, "sampler: scratch for vocab %d overflows", (int)vocab);
+    if (!scratch) return ml_fail(err, ML_E_ARG, "sampler: scratch is null (temperature %g needs it)", (double)temperature);
+    if (reinterpret_cast<uintptr_t>(scratch) % alignof(double) != 0)
+      return ml_fail(err, ML_E_ARG, "sampler: scratch %p is not 8-byte aligned", scratch);
+    s->prob = static_cast<double*>(scratch);
+    s->idx = reinterpret_cast<int32_t*>(static_cast<double*>(scratch) + vocab);
+  }
+  s->vocab = vocab;
+  s->temperature = temperature;
+  s->top_p = top_p;
+  s->top_k = top_k;
+  ml_sampler_seed(s, seed);
+  return ML_OK;
+}
+
+int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
+  const int32_t V = s->vocab;
+  if (s->temperature == 0.0f || s->top_k == 1) return ml_argmax(logits, V);
+  const int32_t top = ml_argmax(logits, V);
+  const double mx = logits[top];
+  if (std::isnan(mx)) return 0;  // every logit is NaN
+  const double T = s->temperature;
+  double* p = s->prob;
+  int32_t* idx = s->idx;
+  // Unnormalised probabilities: the maximum gets exactly 1, NaN gets 0; with +inf logits, only
+  // the +inf ones keep mass.
+  for (int32_t i = 0; i < V; i++) {
+    const double l = logits[i];
+    p[i] = l == mx ? 1.0 : std::isnan(l) ? 0.0 : ml_exp_portable((l - mx) / T);
+    idx[i] = i;
+  }
+  int32_t n = V;
+  bool sorted = false;
+  const ByProb by_prob{p};
+  if (s->top_k > 0 && s->top_k < V) {
+    n = s->top_k;
+    std::nth_element(idx, idx + (n - 1), idx + V, by_prob);
+    std::sort(idx, idx + n, by_prob);
+    sorted = true;
+  }
+  double total = 0.0;
+  for (int32_t i = 0; i < n; i++) total += p[idx[i]];
+  if (s->top_p < 1.0f) {
+    const double mass = (double)s->top_p * total;
+    if (!sorted) {
+      // llama2.c's cut: the ids below (1 - top_p) * total / (n - 1), at most n - 1 of them
+      // since the most probable one is always kept, together carry less than (1 - top_p) *
+      // total, so the nucleus lies among the others; sort only those. (idx is still 0..V-1.)
+      if (n > 1) {
+        const double cut = (1.0 - (double)s->top_p) * total / (double)(n - 1);
+        int32_t kept = 0;
+        for (int32_t i = 0; i < n; i++)
+          if (p[i] >= cut || i == top) idx[kept++] = i;
+        n = kept;
+      }
+      std::sort(idx, idx + n, by_prob);
+    }
+    double cum = 0.0;
+    int32_t last = n - 1;
+    for (int32_t i = 0; i < n; i++) {
+      cum += p[idx[i]];
+      if (cum > mass) {
+        last = i;
+        break;
+      }
+    }
+    n = last + 1;
+    total = cum;
+  }
+  const double r = ml_rng_unit(&s->rng) * total;
+  double acc = 0.0;
+  for (int32_t i = 0; i < n; i++) {
+    acc += p[idx[i]];
+    if (r < acc) return idx[i];
+  }
+  return idx[n - 1];  // r rounded onto the total
+}
