@@ -50,7 +50,7 @@ std::vector<Impl<Fn>> ports(const std::vector<Impl<Fn>>& all, const char* op) {
   for (const Impl<Fn>& im : all) {
     if (std::strcmp(im.isa, "scalar") == 0) continue;
     if (const char* miss = ml_isa_missing(im.isa)) {
-      WARN("SKIP " << im.isa << ": cpu lacks " << miss << " (" << im.name << " not tested)");
+      WARN("SKIP " << im.isa << ": cpu lacks " << miss << " (" << op << ": " << im.name << " not tested)");
       continue;
     }
     out.push_back(im);
@@ -118,6 +118,52 @@ inline void expect(const std::string& what, const std::string& diff) {
     FAIL_CHECK(what << ": " << diff);
 }
 
-inline std::vector<double> widen(const float* p, size_t n) { return std::vector<double>(p, p + n); }
+// A kernel's output: the values it wrote (as floats) and "" or what it wrote out of range.
+struct Out {
+  std::vector<float> v;
+  std::string guard;
+};
+
+// Values [lo, hi) of b, checking that nothing outside them changed.
+template <class T>
+Out take(Buf<T>& b, size_t lo, size_t hi) {
+  Out o;
+  for (size_t i = lo; i < hi; ++i) o.v.push_back((float)b[i]);
+  if (!b.untouched_outside(lo, hi)) o.guard = "wrote outside its output range";
+  return o;
+}
+
+// A guarded, misaligned copy of a read-only input (guard 0xFF: NaN, so reading past the end
+// poisons the result) or of an in/out array (guard 0xA5, an ordinary float that any arithmetic
+// on it changes, where NaN + NaN could rewrite the same NaN bits unnoticed).
+template <class T>
+Buf<T> in_buf(const std::vector<T>& v, unsigned char guard = 0xFF) {
+  Buf<T> b(v.size(), guard);
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
+}
+template <class T>
+Buf<T> io_buf(const std::vector<T>& v) {
+  return in_buf(v, 0xA5);
+}
+
+// The two checks of one case: the scalar kernel against the double reference (want, with
+// tolerance tol * mag), then every port against the scalar output with the same tolerance.
+// run(fn) calls one implementation on fresh copies of the case's inputs.
+template <class Fn, class Run>
+void check_case(const std::string& what, Fn* scalar, const std::vector<Impl<Fn>>& ports, const Run& run,
+                const std::vector<double>& want, const std::vector<double>& mag, double tol) {
+  const Out s = run(scalar);
+  REQUIRE(s.v.size() == want.size());
+  expect(what + " scalar", compare(s.v.data(), want.data(), mag.data(), want.size(), tol));
+  expect(what + " scalar", s.guard);
+  const std::vector<double> ref(s.v.begin(), s.v.end());
+  for (const Impl<Fn>& im : ports) {
+    const Out p = run(im.fn);
+    const std::string w = what + " " + im.name + " vs scalar";
+    expect(w, compare(p.v.data(), ref.data(), mag.data(), ref.size(), tol));
+    expect(w, p.guard);
+  }
+}
 
 }  // namespace kt

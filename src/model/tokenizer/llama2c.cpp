@@ -354,12 +354,14 @@ ml_status ml_tokenizer_encode(const ml_tokenizer* t, const char* text, size_t le
     for (int32_t i = 0; i + 1 < ns; i++) e.try_pair(i);
     e.merge_all();
     size_t count = 0;
-    for (int32_t i = ns > 0 ? 0 : -1; i >= 0; i = sym[i].next) {
-      if (count < cap) ids[count] = sym[i].id;
-      count++;
-    }
+    for (int32_t i = ns > 0 ? 0 : -1; i >= 0; i = sym[i].next) count++;
     *n = count;
-    if (count > cap) s = ml_fail(err, ML_E_ARG, "encode: the text needs %zu ids, room for %zu", count, cap);
+    if (count > cap) {
+      s = ml_fail(err, ML_E_ARG, "encode: the text needs %zu ids, room for %zu", count, cap);
+    } else {
+      count = 0;
+      for (int32_t i = ns > 0 ? 0 : -1; i >= 0; i = sym[i].next) ids[count++] = sym[i].id;
+    }
   }
   std::free(sym);
   std::free(heap);

@@ -36,8 +36,8 @@ int32_t ml_tokenizer_bos(const ml_tokenizer* t);
 int32_t ml_tokenizer_eos(const ml_tokenizer* t);
 
 // Encodes text[0, len) (any bytes, NUL included) into ids[0, *n), BOS first when add_bos.
-// When the result needs more than cap ids, fails with ML_E_ARG and sets *n to the count needed
-// (nothing is truncated). Fails with ML_E_ARG when a byte needs a fallback token the vocabulary
+// When the result needs more than cap ids, fails with ML_E_ARG, writes no id and sets *n to the
+// count needed. Fails with ML_E_ARG when a byte needs a fallback token the vocabulary
 // lacks (a vocabulary without <0xNN> tokens).
 ml_status ml_tokenizer_encode(const ml_tokenizer* t, const char* text, size_t len, bool add_bos, int32_t* ids,
                               size_t cap, size_t* n, ml_error* err);

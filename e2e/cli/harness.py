@@ -1,0 +1,88 @@
+"""Shared helpers for the end-to-end tests: running the built executables, making models,
+comparing logits. Python 3 standard library only."""
+import os
+import subprocess
+import sys
+
+
+class Env:
+    """Where things are: this build's bin/, the scalar build's bin/ (oracle and reference
+    executables), shared/ and a scratch folder."""
+
+    def __init__(self, bin_dir, ref_bin, shared, work):
+        self.bin = bin_dir
+        self.ref_bin = ref_bin
+        self.shared = shared
+        self.work = work
+        os.makedirs(work, exist_ok=True)
+        self.tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+
+    def exe(self, name, ref=False):
+        return os.path.join(self.ref_bin if ref else self.bin, name)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def shared_path(self, rel):
+        return os.path.join(self.shared, rel)
+
+
+def run(cmd, check=True, timeout=600, stdin=None):
+    """Runs cmd; returns (returncode, stdout, stderr). Raises with both streams when check
+    and the exit code is not 0."""
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, input=stdin,
+                       errors="replace")
+    if check and p.returncode != 0:
+        raise AssertionError("command failed (%d): %s\nstdout: %s\nstderr: %s"
+                             % (p.returncode, " ".join(map(str, cmd)), p.stdout[-2000:], p.stderr[-2000:]))
+    return p.returncode, p.stdout, p.stderr
+
+
+def random_model(env, name, wtype="q8", scales="f32", dim=128, hidden=256, layers=3, heads=4, kv_heads=2,
+                 vocab=256, max_seq=160, seed=1):
+    """Writes a random model with the scalar build's ml_convert unless present."""
+    out = env.path(name)
+    if not os.path.exists(out):
+        run([env.exe("ml_convert", ref=True), "random", "--dim", dim, "--hidden", hidden, "--layers", layers,
+             "--heads", heads, "--kv-heads", kv_heads, "--vocab", vocab, "--max-seq", max_seq, "--seed", seed,
+             "--wtype", wtype, "--scales", scales, "-o", out])
+    return out
+
+
+def stories260k(env, wtype="q8", scales="f32"):
+    """stories260K.bin + tok512.bin converted to .mlb."""
+    out = env.path("stories260K_%s_%s.mlb" % (wtype, scales))
+    if not os.path.exists(out):
+        run([env.exe("ml_convert", ref=True), "llama2c", env.shared_path("models/stories260K.bin"), "--tokenizer",
+             env.shared_path("models/tok512.bin"), "--wtype", wtype, "--scales", scales, "-o", out])
+    return out
+
+
+def dump_logits(env, model, ids, out, extra=(), ref=False):
+    run([env.exe("ml_run", ref=ref), model, "--tokens", " ".join(map(str, ids)), "--dump-logits", out] + list(extra))
+    return out
+
+
+def ref_logits(env, model, ids, out, kv="f32"):
+    run([env.exe("ref_forward", ref=True), model, "--tokens", " ".join(map(str, ids)), "--kv", kv,
+         "--dump-logits", out])
+    return out
+
+
+def compare(env, a, b, vocab, *flags):
+    """Runs tools/compare_logits.py; returns (passed, summary line)."""
+    code, out, err = run([sys.executable, os.path.join(env.tools, "compare_logits.py"), a, b, "--vocab", vocab]
+                         + list(flags), check=False)
+    if code == 2:
+        raise AssertionError("compare_logits.py usage/IO error: " + out + err)
+    return code == 0, (out + err).strip()
+
+
+def generate(env, model, args, ref=False):
+    """Runs ml_run and returns its stdout (the text)."""
+    return run([env.exe("ml_run", ref=ref), model] + [str(a) for a in args])[1]
+
+
+def encode(env, model, text):
+    out = run([env.exe("ml_tok", ref=True), model, "encode", text])[1]
+    return [int(t) for t in out.split()]

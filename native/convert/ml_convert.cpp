@@ -1,0 +1,76 @@
+// ml_convert: converts models to krafla's .mlb format (docs/user-guide.md, "ml_convert").
+//   ml_convert llama2c CHECKPOINT.bin --tokenizer TOKENIZER.bin -o OUT.mlb [--wtype q8|q4] [--scales f32|f16]
+//   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
+//                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
+//                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE] -o OUT.mlb
+// Exit codes: 0 ok (and --help), 2 bad usage or bad input contents, 1 I/O and other failures.
+// Every message goes to stderr, prefixed "ml_convert: ".
+#include <cstdio>
+#include <new>
+#include <string>
+
+#include "cli/cli.h"
+#include "convert/convert.h"
+
+namespace {
+
+uint32_t wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
+uint32_t scales_of(const std::string& s) { return s == "f16" ? ML_SCALE_F16 : ML_SCALE_F32; }
+
+}  // namespace
+
+int ml_main(int argc, char** argv) {
+  CLI::App app{"Converts models to krafla's .mlb format.", "ml_convert"};
+  app.require_subcommand(1);
+
+  cv_llama2c_opts lo;
+  cv_random_opts ro;
+  std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
+
+  CLI::App* l2 = app.add_subcommand("llama2c", "a llama2.c float32 checkpoint (legacy or version 1) + tokenizer.bin");
+  l2->add_option("checkpoint", lo.checkpoint, "the llama2.c checkpoint (.bin)")->required();
+  l2->add_option("--tokenizer", lo.tokenizer, "llama2.c tokenizer.bin, embedded in the output")->required();
+  l2->add_option("-o,--output", lo.out, "the .mlb file to write")->required();
+  l2->add_option("--wtype", l_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
+  l2->add_option("--scales", l_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
+
+  CLI::App* rn = app.add_subcommand("random", "a random Llama model of any shape (tests, benchmarks)");
+  rn->add_option("--dim", ro.dim, "model width, a multiple of 32")->required();
+  rn->add_option("--hidden", ro.hidden, "FFN width, a multiple of 32")->required();
+  rn->add_option("--layers", ro.layers, "number of layers")->required();
+  rn->add_option("--heads", ro.heads, "query heads")->required();
+  rn->add_option("--kv-heads", ro.kv_heads, "key/value heads (divides --heads)")->required();
+  rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)")->required();
+  rn->add_option("--max-seq", ro.max_seq, "longest context")->required();
+  rn->add_option("--head-dim", ro.head_dim, "head width (default dim/heads); heads*head-dim a multiple of 32");
+  rn->add_option("--seed", ro.seed, "generator seed (default 1); same seed, same bytes");
+  rn->add_option("--wtype", r_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
+  rn->add_option("--scales", r_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
+  rn->add_flag("--tied", ro.tied, "reuse the embedding as the classifier (no output tensor)");
+  rn->add_option("--rope-type", rope, "interleaved (llama2.c, GGUF) or half (Hugging Face); default interleaved")
+      ->check(CLI::IsMember({"interleaved", "half"}));
+  rn->add_option("--rope-theta", ro.rope_theta, "RoPE base (default 10000)");
+  rn->add_option("--tokenizer", ro.tokenizer, "llama2.c tokenizer.bin to embed (its size must equal --vocab)");
+  rn->add_option("-o,--output", ro.out, "the .mlb file to write")->required();
+
+  if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
+
+  ml_error err;
+  ml_status s = ML_OK;
+  try {
+    if (l2->parsed()) {
+      lo.wtype = wtype_of(l_wtype);
+      lo.scale_type = scales_of(l_scales);
+      s = cv_llama2c(&lo, &err);
+    } else {
+      ro.wtype = wtype_of(r_wtype);
+      ro.scale_type = scales_of(r_scales);
+      ro.rope_type = rope == "half" ? ML_ROPE_HALF : ML_ROPE_INTERLEAVED;
+      s = cv_random(&ro, &err);
+    }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ml_convert: out of memory\n");
+    return ml::cli::EXIT_FAILURE_;
+  }
+  return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);
+}

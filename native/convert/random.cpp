@@ -1,0 +1,154 @@
+// `ml_convert random`: a random Llama model of any shape, for tests and benchmarks.
+// Generator: xoshiro256** seeded through splitmix64 from --seed (the four state words are four
+// successive splitmix64 outputs). Each uniform value in [-1, 1) is (next() >> 40) * 2^-23 - 1,
+// exact in float32, so the same seed and shape give a byte-identical file on every machine.
+// Values are drawn in file order, tensor by tensor, row-major, and do not depend on --wtype or
+// --scales, so the Q8 and Q4 files of one seed hold the same model.
+// Scales keep activations O(1) through any depth: matrices are U(-1,1)/sqrt(cols) (each output
+// has the variance of one input element / 3), norm weights are 1 + 0.2*U(-1,1), the embedding is
+// U(-1,1) (times 2/sqrt(dim), capped at 1, when tied, so tied logits stay O(1) too).
+#include <cmath>
+#include <cstdio>
+
+#include "convert/convert.h"
+#include "core/checked.h"
+
+namespace {
+
+struct rng {
+  uint64_t s[4];
+};
+
+uint64_t splitmix64(uint64_t* x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t next(rng* r) {
+  uint64_t* s = r->s;
+  const uint64_t result = rotl(s[1] * 5, 7) * 9;
+  const uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+// Uniform in [-1, 1), a multiple of 2^-23.
+float uniform(rng* r) { return (float)(next(r) >> 40) * (1.0f / 8388608.0f) - 1.0f; }
+
+// n values scale * U(-1,1) + offset.
+std::vector<float> draw(rng* r, size_t n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uniform(r) * scale + offset;
+  return v;
+}
+
+// Option checks; every message names the option.
+ml_status check_opts(const cv_random_opts* o, uint32_t* head_dim, ml_error* err) {
+  struct opt {
+    const char* name;
+    int64_t v;
+    int64_t min;
+  };
+  const opt opts[] = {{"--dim", o->dim, 1},     {"--hidden", o->hidden, 1}, {"--layers", o->layers, 1},
+                      {"--heads", o->heads, 1}, {"--kv-heads", o->kv_heads, 1}, {"--vocab", o->vocab, 3},
+                      {"--max-seq", o->max_seq, 1}};
+  for (const opt& p : opts) {
+    if (p.v < p.min || p.v > (int64_t)UINT32_MAX)
+      return ml_fail(err, ML_E_ARG, "%s %lld is out of range (%lld..%u)", p.name, (long long)p.v, (long long)p.min,
+                     UINT32_MAX);
+  }
+  if (o->dim % 32 != 0) return ml_fail(err, ML_E_ARG, "--dim %lld is not a multiple of 32", (long long)o->dim);
+  if (o->hidden % 32 != 0) return ml_fail(err, ML_E_ARG, "--hidden %lld is not a multiple of 32", (long long)o->hidden);
+  if (o->heads % o->kv_heads != 0)
+    return ml_fail(err, ML_E_ARG, "--heads %lld is not a multiple of --kv-heads %lld", (long long)o->heads,
+                   (long long)o->kv_heads);
+  int64_t hd = o->head_dim;
+  if (hd == 0) {
+    if (o->dim % o->heads != 0)
+      return ml_fail(err, ML_E_ARG, "--dim %lld is not a multiple of --heads %lld; give --head-dim", (long long)o->dim,
+                     (long long)o->heads);
+    hd = o->dim / o->heads;
+  }
+  if (hd < 2 || hd > 65536 || hd % 2 != 0)
+    return ml_fail(err, ML_E_ARG, "--head-dim %lld must be even and in 2..65536", (long long)hd);
+  if ((o->heads * hd) % 32 != 0 || o->heads * hd > (int64_t)UINT32_MAX)
+    return ml_fail(err, ML_E_ARG, "--heads %lld x --head-dim %lld = %lld is not a multiple of 32", (long long)o->heads,
+                   (long long)hd, (long long)(o->heads * hd));
+  if (!(o->rope_theta > 0.0f) || !std::isfinite(o->rope_theta))
+    return ml_fail(err, ML_E_ARG, "--rope-theta %g must be positive", (double)o->rope_theta);
+  *head_dim = (uint32_t)hd;
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status cv_random(const cv_random_opts* o, ml_error* err) {
+  uint32_t head_dim = 0;
+  ML_TRY(check_opts(o, &head_dim, err));
+  cv_model m;
+  ml_mlb_header& h = m.h;
+  h.arch = ML_ARCH_LLAMA;
+  h.dim = (uint32_t)o->dim;
+  h.hidden_dim = h.hidden_dim_orig = (uint32_t)o->hidden;
+  h.n_layers = (uint32_t)o->layers;
+  h.n_heads = (uint32_t)o->heads;
+  h.n_kv_heads = (uint32_t)o->kv_heads;
+  h.head_dim = head_dim;
+  h.vocab_size = (uint32_t)o->vocab;
+  h.max_seq = (uint32_t)o->max_seq;
+  h.wtype = o->wtype;
+  h.scale_type = o->scale_type;
+  h.norm_eps = 1e-5f;
+  h.rope_theta = o->rope_theta;
+  h.rope_type = o->rope_type;
+  h.flags = o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
+  h.bos_id = 1;
+  h.eos_id = 2;
+  if (!o->tokenizer.empty()) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer.c_str(), err));
+
+  rng r;
+  uint64_t seed = o->seed;
+  for (uint64_t& w : r.s) w = splitmix64(&seed);
+
+  const uint32_t dim = h.dim, hid = h.hidden_dim, q_dim = h.n_heads * head_dim, kv_dim = h.n_kv_heads * head_dim;
+  char name[ML_MLB_NAME_MAX];
+  auto mat = [&](const char* nm, uint32_t rows, uint32_t cols, float scale) {
+    size_t n;
+    if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "tensor %s: %ux%u overflows", nm, rows, cols);
+    const std::vector<float> v = draw(&r, n, scale, 0.0f);
+    return cv_add_matrix(&m, nm, rows, cols, v.data(), rows, cols, err);
+  };
+  auto norm = [&](const char* nm) {
+    const std::vector<float> v = draw(&r, dim, 0.2f, 1.0f);
+    return cv_add_f32(&m, nm, v.data(), dim, err);
+  };
+  const float emb_scale = o->tied ? std::fmin(1.0f, 2.0f / std::sqrt((float)dim)) : 1.0f;
+  ML_TRY(mat("tok_embd", h.vocab_size, dim, emb_scale));
+  for (uint32_t l = 0; l < h.n_layers; ++l) {
+    auto nm = [&](const char* suffix) {
+      std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
+      return name;
+    };
+    ML_TRY(norm(nm("attn_norm")));
+    ML_TRY(mat(nm("attn_q"), q_dim, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(mat(nm("attn_k"), kv_dim, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(mat(nm("attn_v"), kv_dim, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(mat(nm("attn_output"), dim, q_dim, 1.0f / std::sqrt((float)q_dim)));
+    ML_TRY(norm(nm("ffn_norm")));
+    ML_TRY(mat(nm("ffn_gate"), hid, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(mat(nm("ffn_up"), hid, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(mat(nm("ffn_down"), dim, hid, 1.0f / std::sqrt((float)hid)));
+  }
+  ML_TRY(norm("output_norm"));
+  if (!o->tied) ML_TRY(mat("output", h.vocab_size, dim, 1.0f / std::sqrt((float)dim)));
+  return cv_write(&m, o->out.c_str(), err);
+}

@@ -1,0 +1,142 @@
+// ml_tok: encode text to token ids, or decode ids to text, with a model's tokenizer or a
+// llama2.c tokenizer.bin (docs/user-guide.md, "ml_tok").
+//
+//   ml_tok MODEL.mlb|TOKENIZER encode [TEXT] [--bos]   ids on one line, space-separated
+//   ml_tok MODEL.mlb|TOKENIZER decode [IDS]            the text, byte for byte, no newline added
+//
+// TEXT (or IDS) comes from stdin when absent; the bytes are used exactly as given (a trailing
+// newline from stdin is part of the text). A .mlb file is recognised by its magic and must carry
+// a tokenizer section; any other file is read as a llama2.c tokenizer.bin. Exit codes: 0 ok,
+// 2 bad usage or input (the message names the option, file or value), 1 other errors.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "core/file.h"
+#include "model/format.h"
+#include "model/tokenizer/llama2c.h"
+
+namespace {
+
+const char* const PROG = "ml_tok";
+
+struct options {
+  std::string file, command, text;
+  bool bos = false;
+  uint32_t vocab = 0;
+};
+
+// Loads the tokenizer from a .mlb model or a raw tokenizer.bin.
+ml_status load(const options& o, ml_tokenizer** tok, ml_error* err) {
+  ml_file f;
+  ML_TRY(ml_file_open(&f, o.file.c_str(), err));
+  ml_status s = ML_OK;
+  if (f.size >= sizeof ML_MLB_MAGIC && std::memcmp(f.data, ML_MLB_MAGIC, sizeof ML_MLB_MAGIC) == 0) {
+    ml_mlb m;
+    s = ml_mlb_parse(&m, f.data, f.size, err);
+    if (s == ML_OK && !m.tokenizer)
+      s = ml_fail(err, ML_E_ARG, "%s: the model has no tokenizer section; pass a tokenizer.bin instead",
+                  o.file.c_str());
+    else if (s == ML_OK && m.tokenizer_kind != 1)
+      s = ml_fail(err, ML_E_FORMAT, "%s: tokenizer kind %u is not supported (1 = llama2.c)", o.file.c_str(),
+                  m.tokenizer_kind);
+    else if (s == ML_OK && o.vocab != 0 && o.vocab != m.h.vocab_size)
+      s = ml_fail(err, ML_E_ARG, "--vocab %u differs from the model's vocab_size %u", o.vocab, m.h.vocab_size);
+    if (s == ML_OK) s = ml_tokenizer_load_llama2c(tok, m.tokenizer, m.tokenizer_size, m.h.vocab_size, err);
+    if (s == ML_OK) s = ml_tokenizer_set_special(*tok, (int32_t)m.h.bos_id, (int32_t)m.h.eos_id, err);
+  } else {
+    s = ml_tokenizer_load_llama2c(tok, f.data, f.size, o.vocab, err);
+  }
+  ml_file_close(&f);
+  if (s != ML_OK && err && std::strncmp(err->msg, o.file.c_str(), o.file.size()) != 0 &&
+      std::strncmp(err->msg, "--", 2) != 0) {
+    char msg[sizeof err->msg];
+    std::snprintf(msg, sizeof msg, "%s: %s", o.file.c_str(), err->msg);
+    std::memcpy(err->msg, msg, sizeof msg);
+  }
+  if (s != ML_OK && *tok) {
+    ml_tokenizer_free(*tok);
+    *tok = nullptr;
+  }
+  return s;
+}
+
+bool read_stdin(std::string* out) {
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) out->append(buf, n);
+  return !std::ferror(stdin);
+}
+
+int encode(const ml_tokenizer* tok, const options& o) {
+  // At most one id per byte, plus the dummy prefix and BOS.
+  std::vector<int32_t> ids(o.text.size() + 2);
+  size_t n = 0;
+  ml_error err;
+  if (ml_tokenizer_encode(tok, o.text.data(), o.text.size(), o.bos, ids.data(), ids.size(), &n, &err) != ML_OK)
+    return ml::cli::report(PROG, err);
+  std::string line;
+  for (size_t i = 0; i < n; i++) {
+    if (i) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  return ml::cli::EXIT_OK;
+}
+
+// The sequence is decoded as if it followed BOS, so the dummy-prefix space of the first piece is
+// dropped; BOS and EOS themselves print nothing.
+int decode(const ml_tokenizer* tok, const options& o) {
+  std::vector<int32_t> ids;
+  std::string bad;
+  if (!ml::cli::parse_ids(o.text, &ids, &bad)) return ml::cli::usage_error(PROG, "decode: '" + bad + "' is not a token id");
+  const int32_t vocab = ml_tokenizer_vocab(tok), bos = ml_tokenizer_bos(tok), eos = ml_tokenizer_eos(tok);
+  std::string out;
+  int32_t prev = bos;
+  for (size_t i = 0; i < ids.size(); i++) {
+    size_t len = 0;
+    const char* piece = ml_tokenizer_piece(tok, prev, ids[i], &len);
+    if (!piece)
+      return ml::cli::usage_error(PROG, "decode: id " + std::to_string(ids[i]) + " (item " + std::to_string(i + 1) +
+                                            ") is outside the vocabulary 0.." + std::to_string(vocab - 1));
+    if (ids[i] != bos && ids[i] != eos) out.append(piece, len);
+    prev = ids[i];
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return ml::cli::EXIT_OK;
+}
+
+}  // namespace
+
+int ml_main(int argc, char** argv) {
+  options o;
+  CLI::App app{"ml_tok: encode text to token ids or decode ids to text, with the tokenizer of a krafla model (.mlb) "
+               "or a llama2.c tokenizer.bin",
+               PROG};
+  app.add_option("file", o.file, "model (.mlb, with a tokenizer section) or llama2.c tokenizer.bin")->required();
+  app.add_option("command", o.command, "encode: text -> ids; decode: ids -> text")
+      ->required()
+      ->check(CLI::IsMember({"encode", "decode"}));
+  auto* text_opt = app.add_option("text", o.text, "the text (encode) or the ids (decode); read from stdin when absent");
+  app.add_flag("--bos", o.bos, "encode: put BOS (id 1 for llama2.c) first, as ml_run -p does (default: off)");
+  app.add_option("--vocab", o.vocab, "tokenizer.bin: the vocabulary size it must have (default: every token in the file)");
+  if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
+  if (text_opt->count() == 0 && !read_stdin(&o.text)) {
+    std::fprintf(stderr, "%s: reading stdin failed\n", PROG);
+    return ml::cli::EXIT_FAILURE_;
+  }
+
+  ml_tokenizer* tok = nullptr;
+  ml_error err;
+  if (load(o, &tok, &err) != ML_OK) return ml::cli::report(PROG, err);
+  const int rc = o.command == "encode" ? encode(tok, o) : decode(tok, o);
+  ml_tokenizer_free(tok);
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "%s: writing stdout failed\n", PROG);
+    return ml::cli::EXIT_FAILURE_;
+  }
+  return rc;
+}

@@ -1,0 +1,65 @@
+// The CPUID decoding of the ISA guard, on registers recorded from real CPUs (this development
+// machine, a Sapphire-Rapids-class server) and from qemu-x86_64's CPU models.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+#include "core/isa_check.h"
+
+namespace {
+
+// {max_leaf, leaf1 ecx, leaf1 edx, leaf7 ebx, leaf7 ecx, leaf7.1 eax, xcr0}
+const ml_cpuid_regs host_spr{28, 0xfffa3203, 0x178bfbff, 0xf1bf07ab, 0x00405fc6, 0x00000030, 0xe7};
+const ml_cpuid_regs qemu_core2duo{10, 0x80002209, 0x0fcbfbfd, 0, 0, 0, 0x0};
+const ml_cpuid_regs qemu_nehalem{11, 0x80982201, 0x078bfbfd, 0, 0, 0, 0x0};
+const ml_cpuid_regs qemu_sandybridge{13, 0x9e982203, 0x078bfbfd, 0, 0, 0, 0x7};
+const ml_cpuid_regs qemu_haswell{13, 0xfed83203, 0x078bfbfd, 0x000003a9, 0, 0, 0x7};
+const ml_cpuid_regs qemu_icelake{13, 0xfed83203, 0x078bfbfd, 0x019803a9, 0x0001020c, 0, 0x207};
+
+std::string missing(const char* isa, const ml_cpuid_regs& r) {
+  const char* m = ml_isa_missing_x86(isa, &r);
+  return m ? m : "";
+}
+
+}  // namespace
+
+TEST_CASE("isa_check: a CPU with AVX-512 VNNI and AVX-VNNI runs every x86 build", "[isa]") {
+  for (const char* isa : {"scalar", "sse2", "sse41", "avx2", "avxvnni", "avx512vnni"}) CHECK(missing(isa, host_spr) == "");
+}
+
+TEST_CASE("isa_check: qemu CPU models", "[isa]") {
+  CHECK(missing("sse2", qemu_core2duo) == "");
+  CHECK(missing("sse41", qemu_core2duo) == "sse4.1");  // core2duo: SSSE3 only
+  CHECK(missing("sse41", qemu_nehalem) == "");
+  CHECK(missing("avx2", qemu_nehalem) == "avx");
+  CHECK(missing("avx2", qemu_sandybridge) == "fma");  // AVX but no FMA/AVX2
+  CHECK(missing("avx2", qemu_haswell) == "");
+  CHECK(missing("avxvnni", qemu_haswell) == "avxvnni");
+  CHECK(missing("avx512vnni", qemu_haswell) == "avx512f");
+  // Ice Lake has AVX-512 VNNI but not the VEX AVX-VNNI: why avx512vnni skips avxvnni in its chain.
+  CHECK(missing("avxvnni", qemu_icelake) == "avxvnni");
+}
+
+TEST_CASE("isa_check: the OS must save the AVX and AVX-512 register state (XCR0)", "[isa]") {
+  ml_cpuid_regs r = host_spr;
+  r.xcr0 = 0x7;  // AVX state saved, AVX-512 state not
+  CHECK(missing("avx2", r) == "");
+  CHECK_THAT(missing("avx512vnni", r), Catch::Contains("AVX-512 state"));
+  r.xcr0 = 0x3;  // no AVX state either
+  CHECK_THAT(missing("avx2", r), Catch::Contains("AVX state"));
+  r.l1_ecx &= ~(1u << 27);  // OSXSAVE off: XGETBV unusable
+  r.xcr0 = 0;
+  CHECK_THAT(missing("avxvnni", r), Catch::Contains("AVX state"));
+}
+
+TEST_CASE("isa_check: leaf 7 is ignored when the CPU does not report it", "[isa]") {
+  ml_cpuid_regs r = qemu_haswell;
+  r.max_leaf = 6;
+  CHECK(missing("avx2", r) == "avx2");
+}
+
+TEST_CASE("isa_check: unknown ISA names are reported as missing", "[isa]") {
+  CHECK(missing("avx10", host_spr) == "avx10");
+  CHECK(ml_isa_missing("scalar") == nullptr);
+}

@@ -1,0 +1,231 @@
+// Loader robustness (spec/testing.txt): patch a copy of a valid model and check that each
+// corruption fails with its own status and a message naming the field and value.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/model_fixture.h"
+#include "model/state.h"
+
+namespace {
+
+using bytes = std::vector<uint8_t>;
+
+void put32(bytes& b, size_t off, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[off + i] = (uint8_t)(v >> (8 * i));
+}
+void put64(bytes& b, size_t off, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b[off + i] = (uint8_t)(v >> (8 * i));
+}
+uint64_t get64(const bytes& b, size_t off) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | b[off + i];
+  return v;
+}
+
+// Offset of the directory entry named name.
+size_t entry(const bytes& b, const char* name) {
+  const uint32_t n = b[148] | b[149] << 8 | b[150] << 16 | (uint32_t)b[151] << 24;
+  for (uint32_t i = 0; i < n; ++i) {
+    const size_t off = 256 + (size_t)i * 96;
+    if (std::strncmp(reinterpret_cast<const char*>(&b[off]), name, 48) == 0) return off;
+  }
+  FAIL("no tensor " << name);
+  return 0;
+}
+
+const bytes& valid() {
+  static const bytes b = ml_fixture_model(ml_fixture_tmp("valid.mlb"));
+  return b;
+}
+
+// Loads b from memory; returns the status and leaves the message in err.
+ml_status load(const bytes& b, ml_error* err) {
+  ml_model m;
+  const ml_status s = ml_model_load_memory(&m, b.data(), b.size(), err);
+  if (s == ML_OK) ml_model_free(&m);
+  return s;
+}
+
+void expect_fail(const bytes& b, ml_status want, const std::string& needle) {
+  ml_error err;
+  const ml_status s = load(b, &err);
+  INFO("message: " << err.msg);
+  CHECK(s == want);
+  CHECK_THAT(std::string(err.msg), Catch::Contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("load: the fixture model loads and its config matches the header", "[load]") {
+  ml_model m;
+  ml_error err;
+  const bytes& b = valid();
+  REQUIRE(ml_model_load_memory(&m, b.data(), b.size(), &err) == ML_OK);
+  CHECK(m.cfg.dim == 64);
+  CHECK(m.cfg.hidden_dim == 96);
+  CHECK(m.cfg.n_layers == 2);
+  CHECK(m.cfg.n_heads == 4);
+  CHECK(m.cfg.n_kv_heads == 2);
+  CHECK(m.cfg.head_dim == 16);
+  CHECK(m.cfg.kv_dim == 32);
+  CHECK(m.cfg.vocab_size == 40);
+  CHECK(!m.cfg.tied);
+  CHECK(m.layers[1].w2.rows == 64);
+  CHECK(m.layers[1].w2.cols == 96);
+  ml_model_free(&m);
+}
+
+TEST_CASE("load: a missing file is an I/O error naming the path", "[load]") {
+  ml_model m;
+  ml_error err;
+  CHECK(ml_model_load(&m, "/nonexistent/model.mlb", &err) == ML_E_IO);
+  CHECK_THAT(std::string(err.msg), Catch::Contains("/nonexistent/model.mlb"));
+}
+
+TEST_CASE("load: truncated and empty files", "[load]") {
+  bytes b = valid();
+  b.pop_back();
+  expect_fail(b, ML_E_FORMAT, "file_size");
+  bytes short_file(valid().begin(), valid().begin() + 100);
+  expect_fail(short_file, ML_E_FORMAT, "truncated");
+  bytes empty;
+  ml_model m;
+  ml_error err;
+  CHECK(ml_model_load_memory(&m, nullptr, 0, &err) == ML_E_FORMAT);
+  CHECK_THAT(std::string(err.msg), Catch::Contains("empty"));
+}
+
+TEST_CASE("load: bad magic and version", "[load]") {
+  bytes b = valid();
+  b[0] = 'X';
+  expect_fail(b, ML_E_FORMAT, "magic");
+  b = valid();
+  put32(b, 8, 2);
+  expect_fail(b, ML_E_FORMAT, "version 2");
+}
+
+TEST_CASE("load: dim that is not a multiple of 32", "[load]") {
+  bytes b = valid();
+  put32(b, 20, 48);
+  expect_fail(b, ML_E_SHAPE, "dim 48");
+}
+
+TEST_CASE("load: bad head counts", "[load]") {
+  bytes b = valid();
+  put32(b, 36, 3);  // n_kv_heads 3 does not divide 4
+  expect_fail(b, ML_E_SHAPE, "n_kv_heads 3");
+  b = valid();
+  put32(b, 32, 0);
+  expect_fail(b, ML_E_SHAPE, "n_heads 0");
+  b = valid();
+  put32(b, 40, 15);  // odd head_dim
+  expect_fail(b, ML_E_SHAPE, "head_dim 15");
+}
+
+TEST_CASE("load: unknown wtype and rope_type", "[load]") {
+  bytes b = valid();
+  put32(b, 52, 7);
+  expect_fail(b, ML_E_FORMAT, "wtype 7");
+  b = valid();
+  put32(b, 68, 5);
+  expect_fail(b, ML_E_FORMAT, "rope_type 5");
+}
+
+TEST_CASE("load: a Q8 quant of -128", "[load]") {
+  bytes b = valid();
+  const size_t e = entry(b, "blk.1.ffn_up");
+  b[get64(b, e + 64) + 17] = 0x80;
+  expect_fail(b, ML_E_FORMAT, "blk.1.ffn_up: Q8 quant -128 at index 17");
+}
+
+TEST_CASE("load: vocab below 3", "[load]") {
+  bytes b = valid();
+  put32(b, 44, 2);
+  expect_fail(b, ML_E_SHAPE, "vocab_size 2");
+}
+
+TEST_CASE("load: sizes that overflow", "[load]") {
+  bytes b = valid();
+  const size_t e = entry(b, "blk.0.attn_q");
+  put32(b, e + 56, 0xFFFFFFFFu);
+  put32(b, e + 60, 0xFFFFFFE0u);
+  expect_fail(b, ML_E_FORMAT, "blk.0.attn_q");
+
+  // A runtime state whose sizes overflow size_t fails with NOMEM before allocating anything.
+  ml_model m;
+  ml_error err;
+  REQUIRE(ml_model_load_memory(&m, valid().data(), valid().size(), &err) == ML_OK);
+  m.cfg.max_seq = 1 << 30;
+  m.cfg.n_layers = 4096;
+  m.cfg.n_kv_heads = 4096;
+  m.cfg.kv_dim = 4096 * 4096;
+  size_t need = 0;
+  CHECK(ml_state_bytes(&m, 1 << 30, ML_KV_F32, &need, &err) == ML_E_NOMEM);
+  CHECK_THAT(std::string(err.msg), Catch::Contains("overflow"));
+  ml_model_free(&m);
+}
+
+TEST_CASE("load: offsets and sizes past the end of the file", "[load]") {
+  bytes b = valid();
+  size_t e = entry(b, "blk.0.attn_k");
+  put64(b, e + 64, b.size() - 64);
+  expect_fail(b, ML_E_FORMAT, "past the end of the file");
+  b = valid();
+  e = entry(b, "output");
+  put64(b, e + 80, (uint64_t)1 << 62);
+  expect_fail(b, ML_E_FORMAT, "output: scales at offset");
+  b = valid();
+  put64(b, 152, b.size());  // directory past the end
+  expect_fail(b, ML_E_FORMAT, "directory");
+}
+
+TEST_CASE("load: overlapping tensors", "[load]") {
+  bytes b = valid();
+  const size_t a = entry(b, "blk.0.attn_k"), c = entry(b, "blk.0.attn_v");
+  put64(b, c + 64, get64(b, a + 64));
+  expect_fail(b, ML_E_FORMAT, "overlaps");
+  b = valid();
+  put64(b, a + 64, 256);  // on top of the directory
+  expect_fail(b, ML_E_FORMAT, "overlaps the header or directory");
+}
+
+TEST_CASE("load: wrong tensor shape, type or a missing tensor", "[load]") {
+  bytes b = valid();
+  size_t e = entry(b, "blk.1.attn_q");
+  put32(b, e + 56, 128);  // 64 x 64 -> 128 x 32: same bytes, wrong shape
+  put32(b, e + 60, 32);
+  expect_fail(b, ML_E_SHAPE, "blk.1.attn_q: shape 128 x 32, expected 64 x 64");
+
+  b = valid();
+  e = entry(b, "blk.0.ffn_gate");  // Q8 -> Q4 with a consistent size: a type the header does not allow
+  put32(b, e + 48, ML_DT_Q4);
+  put64(b, e + 72, get64(b, e + 72) / 2);
+  expect_fail(b, ML_E_SHAPE, "blk.0.ffn_gate: type 3");
+
+  b = valid();
+  e = entry(b, "blk.1.ffn_norm");
+  b[e] = 'X';  // renamed: the loader no longer finds it
+  expect_fail(b, ML_E_SHAPE, "blk.1.ffn_norm is missing");
+}
+
+TEST_CASE("load: a KV cache larger than 4 GB is sized without overflow", "[load]") {
+  ml_fixture_shape s;
+  s.max_seq = 1u << 24;  // 2 layers x 2^24 positions x 32 values x 4 bytes x (K and V) = 8 GiB
+  const bytes b = ml_fixture_model(ml_fixture_tmp("bigctx.mlb"), s);
+  ml_model m;
+  ml_error err;
+  REQUIRE(ml_model_load_memory(&m, b.data(), b.size(), &err) == ML_OK);
+  size_t need = 0;
+  const ml_status st = ml_state_bytes(&m, (int)s.max_seq, ML_KV_F32, &need, &err);
+  if (sizeof(size_t) == 4) {
+    CHECK(st == ML_E_NOMEM);  // 32-bit targets: refuse, never wrap around
+  } else {
+    REQUIRE(st == ML_OK);
+    CHECK(need > (size_t)8 << 30);
+  }
+  ml_model_free(&m);
+}

@@ -1,0 +1,303 @@
+// The sampler (src/model/sampler.h): greedy ties, top-k/top-p limits, reproducibility, the
+// observed distribution against softmax (chi-square), a naive full-sort reference built on
+// std::exp, the generator's known answers (computed independently in Python), and parameter
+// validation.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "model/sampler.h"
+
+namespace {
+
+// Owns a sampler and its scratch.
+struct Sampler {
+  std::vector<double> scratch;
+  ml_sampler s;
+  Sampler(int32_t vocab, float temp, float top_p, int32_t top_k, uint64_t seed)
+      : scratch(ml_sampler_scratch_bytes(vocab) / sizeof(double) + 1) {
+    ml_error err;
+    const ml_status st = ml_sampler_init(&s, vocab, temp, top_p, top_k, seed, scratch.data(), &err);
+    INFO(err.msg);
+    REQUIRE(st == ML_OK);
+  }
+  int32_t operator()(const std::vector<float>& logits) { return ml_sampler_sample(&s, logits.data()); }
+};
+
+std::vector<double> softmax(const std::vector<float>& l, double temp) {
+  const double mx = *std::max_element(l.begin(), l.end());
+  std::vector<double> p(l.size());
+  double sum = 0;
+  for (size_t i = 0; i < l.size(); i++) sum += p[i] = std::exp((l[i] - mx) / temp);
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// Draws n samples and returns the chi-square statistic of the counts against expected
+// probabilities want (ids with want 0 must never appear).
+double chi_square(Sampler& s, const std::vector<float>& logits, const std::vector<double>& want, int n) {
+  std::vector<int> count(logits.size(), 0);
+  for (int i = 0; i < n; i++) count[s(logits)]++;
+  double chi = 0;
+  for (size_t i = 0; i < want.size(); i++) {
+    if (want[i] == 0) {
+      CHECK(count[i] == 0);
+      continue;
+    }
+    const double e = want[i] * n;
+    chi += (count[i] - e) * (count[i] - e) / e;
+  }
+  return chi;
+}
+
+// The documented rule, written plainly: full sort by (probability desc, id asc), std::exp.
+int32_t reference_sample(const std::vector<float>& l, double temp, double top_p, int top_k, uint64_t* rng) {
+  const int32_t V = (int32_t)l.size();
+  const double mx = *std::max_element(l.begin(), l.end());
+  std::vector<double> p(V);
+  for (int32_t i = 0; i < V; i++) p[i] = std::exp((l[i] - mx) / temp);
+  std::vector<int32_t> idx(V);
+  for (int32_t i = 0; i < V; i++) idx[i] = i;
+  const bool limit = (top_k > 0 && top_k < V) || top_p < 1;
+  if (limit) std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return p[a] != p[b] ? p[a] > p[b] : a < b; });
+  if (top_k > 0 && top_k < V) idx.resize(top_k);
+  double total = 0;
+  for (int32_t i : idx) total += p[i];
+  if (top_p < 1) {
+    double cum = 0;
+    size_t keep = idx.size();
+    for (size_t i = 0; i < idx.size(); i++) {
+      cum += p[idx[i]];
+      if (cum > top_p * total) {
+        keep = i + 1;
+        break;
+      }
+    }
+    idx.resize(keep);
+    total = cum;
+  }
+  const double r = ml_rng_unit(rng) * total;
+  double acc = 0;
+  for (int32_t i : idx)
+    if (r < (acc += p[i])) return i;
+  return idx.back();
+}
+
+std::vector<float> random_logits(int n, uint32_t seed, float scale) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> l(n);
+  for (float& v : l) v = d(g);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("sampler: xorshift64* known answers", "[sampler]") {
+  // llama2.c's random_u32 from state 42, computed in Python with 64-bit masking.
+  uint64_t st = 42;
+  const uint32_t want[5] = {1456360119u, 3359763283u, 3393612768u, 4054632243u, 3283045847u};
+  for (uint32_t w : want) CHECK(ml_rng_u32(&st) == w);
+  // Seed 0 is replaced by 0x9E3779B97F4A7C15.
+  ml_sampler s;
+  ml_sampler_init(&s, 4, 0.0f, 1.0f, 0, 0, nullptr, nullptr);
+  CHECK(ml_rng_u32(&s.rng) == 226735074u);
+  CHECK(ml_rng_u32(&s.rng) == 1422150777u);
+  uint64_t u = 7;
+  for (int i = 0; i < 1000; i++) {
+    const double x = ml_rng_unit(&u);
+    REQUIRE((x >= 0.0 && x < 1.0));
+  }
+}
+
+TEST_CASE("sampler: portable exp matches std::exp", "[sampler]") {
+  for (double x = -740.0; x <= 0.0; x += 0.0137) {
+    const double want = std::exp(x);
+    CHECK(std::fabs(ml_exp_portable(x) - want) <= 4e-16 * want + 1e-320);
+  }
+  CHECK(ml_exp_portable(0.0) == 1.0);
+  CHECK(ml_exp_portable(-1000.0) == 0.0);
+  CHECK(ml_exp_portable(-INFINITY) == 0.0);
+}
+
+TEST_CASE("sampler: greedy takes the argmax, ties to the lowest id", "[sampler]") {
+  Sampler g(6, 0.0f, 1.0f, 0, 1);
+  CHECK(g({1, 3, 3, 2, -5, 3}) == 1);
+  CHECK(g({7, 7, 7, 7, 7, 7}) == 0);
+  CHECK(g({NAN, 1, NAN, 4, 4, 0}) == 3);
+  CHECK(g({-INFINITY, -INFINITY, -1e30f, -INFINITY, -INFINITY, -INFINITY}) == 2);
+  CHECK(ml_argmax(std::vector<float>{NAN, NAN}.data(), 2) == 0);
+  // Greedy needs no scratch.
+  ml_sampler s;
+  ml_error err;
+  CHECK(ml_sampler_init(&s, 6, 0.0f, 1.0f, 0, 1, nullptr, &err) == ML_OK);
+  CHECK(ml_sampler_init(&s, 6, 0.8f, 1.0f, 1, 1, nullptr, &err) == ML_OK);  // top_k 1 is greedy
+}
+
+TEST_CASE("sampler: top-k 1 and a tiny top-p are greedy", "[sampler]") {
+  for (uint32_t trial = 0; trial < 20; trial++) {
+    const std::vector<float> l = random_logits(1000, trial, 3.0f);
+    const int32_t best = ml_argmax(l.data(), 1000);
+    Sampler k1(1000, 1.5f, 1.0f, 1, trial + 1);
+    Sampler p0(1000, 1.0f, 1e-6f, 0, trial + 1);
+    Sampler p0k(1000, 0.7f, 1e-6f, 50, trial + 1);
+    for (int i = 0; i < 20; i++) {
+      CHECK(k1(l) == best);
+      CHECK(p0(l) == best);
+      CHECK(p0k(l) == best);
+    }
+  }
+  // Equal maxima: top-p keeps the lowest id, like greedy.
+  Sampler p0(4, 1.0f, 1e-6f, 0, 3);
+  CHECK(p0({1, 5, 5, 2}) == 1);
+}
+
+TEST_CASE("sampler: equal probabilities order by id", "[sampler]") {
+  // 300 equal logits (shuffled positions of two values would hide nothing: all are equal).
+  const std::vector<float> l(300, 0.25f);
+  Sampler k(300, 1.0f, 1.0f, 5, 17);     // top-k 5: ids 0..4
+  Sampler p(300, 1.0f, 0.05f, 0, 17);    // top-p 0.05: the first 16 (16/300 > 0.05)
+  Sampler kp(300, 1.0f, 0.5f, 40, 17);   // top-k 40, then half of them: ids 0..20
+  std::vector<int> hits_k(300, 0), hits_p(300, 0), hits_kp(300, 0);
+  for (int i = 0; i < 3000; i++) {
+    hits_k[k(l)]++;
+    hits_p[p(l)]++;
+    hits_kp[kp(l)]++;
+  }
+  for (int i = 0; i < 300; i++) {
+    INFO("id " << i);
+    CHECK((hits_k[i] > 0) == (i < 5));
+    CHECK((hits_p[i] > 0) == (i < 16));
+    CHECK((hits_kp[i] > 0) == (i < 21));
+  }
+  // A small top-p over few equal ids: llama2.c's cut-off, (1 - top_p) / (n - 1), lies above
+  // every probability here; the most probable id must survive it.
+  Sampler two(2, 1.0f, 0.1f, 0, 17), three(3, 1.0f, 0.2f, 0, 17);
+  for (int i = 0; i < 50; i++) {
+    CHECK(two({0.0f, 0.0f}) == 0);
+    CHECK(three({1.0f, 1.0f, 1.0f}) == 0);
+  }
+}
+
+TEST_CASE("sampler: the same seed gives the same ids, another seed others", "[sampler]") {
+  const std::vector<float> l = random_logits(500, 9, 1.0f);
+  for (auto [top_p, top_k] : {std::pair{1.0f, 0}, std::pair{0.9f, 0}, std::pair{1.0f, 40}, std::pair{0.8f, 100}}) {
+    Sampler a(500, 1.0f, top_p, top_k, 1234), b(500, 1.0f, top_p, top_k, 1234), c(500, 1.0f, top_p, top_k, 99);
+    std::vector<int32_t> ia, ib, ic;
+    for (int i = 0; i < 200; i++) {
+      ia.push_back(a(l));
+      ib.push_back(b(l));
+      ic.push_back(c(l));
+    }
+    CHECK(ia == ib);
+    CHECK(ia != ic);
+    ml_sampler_seed(&a.s, 1234);  // restarting the generator repeats the sequence
+    for (int i = 0; i < 200; i++) CHECK(a(l) == ia[i]);
+  }
+}
+
+TEST_CASE("sampler: draws follow the softmax (chi-square)", "[sampler]") {
+  // Bounds: chi-square critical values at p = 1e-6 are 33 (4 dof) and 24 (1 dof); the seeds are
+  // fixed, so the outcome is deterministic and cannot flake.
+  const std::vector<float> l = {0.0f, 1.0f, 2.0f, 0.5f, -1.0f};
+  const int n = 40000;
+  SECTION("temperature 1") {
+    Sampler s(5, 1.0f, 1.0f, 0, 2024);
+    CHECK(chi_square(s, l, softmax(l, 1.0), n) < 33.0);
+  }
+  SECTION("temperature 0.5 sharpens") {
+    Sampler s(5, 0.5f, 1.0f, 0, 7);
+    CHECK(chi_square(s, l, softmax(l, 0.5), n) < 33.0);
+  }
+  SECTION("top-k 2 renormalises over the two largest") {
+    Sampler s(5, 1.0f, 1.0f, 2, 11);
+    std::vector<double> want = softmax(l, 1.0);
+    const double z = want[2] + want[1];
+    want = {0, want[1] / z, want[2] / z, 0, 0};
+    CHECK(chi_square(s, l, want, n) < 24.0);
+  }
+  SECTION("top-p keeps the shortest prefix over the mass") {
+    // softmax: 2.0 -> 0.5065, 1.0 -> 0.1863, 0.5 -> 0.1130, ... With top-p 0.6 the prefix is
+    // {2.0, 1.0} (0.69 > 0.6); {2.0} alone (0.51) is not enough.
+    Sampler s(5, 1.0f, 0.6f, 0, 13);
+    std::vector<double> want = softmax(l, 1.0);
+    REQUIRE(want[2] < 0.6);
+    REQUIRE(want[2] + want[1] > 0.6);
+    const double z = want[2] + want[1];
+    want = {0, want[1] / z, want[2] / z, 0, 0};
+    CHECK(chi_square(s, l, want, n) < 24.0);
+  }
+}
+
+TEST_CASE("sampler: matches a full-sort reference on a large vocabulary", "[sampler]") {
+  struct P {
+    float temp, top_p;
+    int top_k;
+  };
+  for (const P p : {P{1.0f, 1.0f, 0}, P{0.8f, 0.9f, 0}, P{1.2f, 0.5f, 0}, P{1.0f, 1.0f, 40}, P{0.7f, 0.95f, 200},
+                    P{1.0f, 0.99f, 0}}) {
+    const std::vector<float> l = random_logits(32000, 5, 2.5f);
+    Sampler s(32000, p.temp, p.top_p, p.top_k, 77);
+    uint64_t rng = 77;
+    INFO("temp " << p.temp << " top_p " << p.top_p << " top_k " << p.top_k);
+    for (int i = 0; i < 50; i++) CHECK(s(l) == reference_sample(l, p.temp, p.top_p, p.top_k, &rng));
+  }
+}
+
+TEST_CASE("sampler: the logits are not modified; odd logits are handled", "[sampler]") {
+  std::vector<float> l = random_logits(100, 3, 1.0f);
+  const std::vector<float> copy = l;
+  Sampler s(100, 0.9f, 0.9f, 10, 5);
+  for (int i = 0; i < 10; i++) s(l);
+  CHECK(l == copy);
+  // NaN logits get no mass; +inf logits take all of it.
+  Sampler t(4, 1.0f, 1.0f, 0, 5);
+  for (int i = 0; i < 100; i++) {
+    const int32_t a = t({NAN, 0.0f, NAN, 0.0f});
+    CHECK((a == 1 || a == 3));
+    CHECK(t({0.0f, INFINITY, 3.0f, 1e30f}) == 1);
+  }
+  // top_k above the vocabulary means no limit.
+  Sampler big(4, 1.0f, 1.0f, 100, 5);
+  std::vector<int> seen(4, 0);
+  for (int i = 0; i < 400; i++) seen[big({0, 0, 0, 0})]++;
+  for (int c : seen) CHECK(c > 50);
+}
+
+TEST_CASE("sampler: invalid parameters are rejected, naming them", "[sampler]") {
+  std::vector<double> scratch(ml_sampler_scratch_bytes(10) / 8 + 2);
+  ml_sampler s;
+  ml_error err;
+  auto init = [&](int32_t vocab, float temp, float top_p, int32_t top_k, void* scr) {
+    err = ml_error{};
+    return ml_sampler_init(&s, vocab, temp, top_p, top_k, 1, scr, &err);
+  };
+  CHECK(init(10, NAN, 1.0f, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("temperature"));
+  CHECK(init(10, -0.5f, 1.0f, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("temperature -0.5"));
+  CHECK(init(10, INFINITY, 1.0f, 0, scratch.data()) == ML_E_ARG);
+  CHECK(init(10, 1.0f, 0.0f, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("top_p 0"));
+  CHECK(init(10, 1.0f, 1.5f, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("top_p 1.5"));
+  CHECK(init(10, 1.0f, NAN, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("top_p"));
+  CHECK(init(10, 1.0f, -0.1f, 0, scratch.data()) == ML_E_ARG);
+  CHECK(init(10, 1.0f, 1.0f, -1, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("top_k -1"));
+  CHECK(init(0, 1.0f, 1.0f, 0, scratch.data()) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("vocab 0"));
+  CHECK(init(10, 1.0f, 1.0f, 0, nullptr) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("scratch"));
+  CHECK(init(10, 1.0f, 1.0f, 0, reinterpret_cast<char*>(scratch.data()) + 4) == ML_E_ARG);
+  CHECK_THAT(err.msg, Catch::Contains("aligned"));
+  CHECK(init(10, 1.0f, 1.0f, 0, scratch.data()) == ML_OK);
+  CHECK(ml_sampler_scratch_bytes(10) == 120);
+  CHECK(ml_sampler_scratch_bytes(0) == 0);
+  CHECK(ml_sampler_scratch_bytes(-3) == 0);
+}
