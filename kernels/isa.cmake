@@ -74,7 +74,12 @@ list(APPEND ML_ISA_DEFINES ML_ISA_${_up})
 set(ML_ISA_FLAGS ${ML_ISA_FLAGS_${ML_ISA_RESOLVED}})
 message(STATUS "krafla: ISA ${ML_ISA_RESOLVED}, chain ${ML_ISA_CHAIN}, flags '${ML_ISA_FLAGS}'")
 
-# Everything compiled with the ISA's flags links this.
+# ml_isa_defines: the ML_ISA_/ML_ENABLE_ defines only, for code that names kernels but must not
+# contain ISA instructions (the apps: CLI11's static initialisers run before main_guard).
+add_library(ml_isa_defines INTERFACE)
+target_compile_definitions(ml_isa_defines INTERFACE ${ML_ISA_DEFINES})
+# ml_isa_flags: the ISA's compiler flags too. Linked PRIVATE by each library compiled for the ISA,
+# so the flags never leak into the apps.
 add_library(ml_isa_flags INTERFACE)
 target_compile_options(ml_isa_flags INTERFACE ${ML_ISA_FLAGS})
-target_compile_definitions(ml_isa_flags INTERFACE ${ML_ISA_DEFINES})
+target_link_libraries(ml_isa_flags INTERFACE ml_isa_defines)

@@ -64,8 +64,10 @@ def dump_logits(env, model, ids, out, extra=(), ref=False):
 
 
 def ref_logits(env, model, ids, out, kv="f32"):
+    """The oracle's logits, plus out + ".ties": per position, the activations that sat within
+    float32 rounding of a Q8 rounding tie (compare_logits.py --ties)."""
     run([env.exe("ref_forward", ref=True), model, "--tokens", " ".join(map(str, ids)), "--kv", kv,
-         "--dump-logits", out])
+         "--dump-logits", out, "--near-ties", out + ".ties"])
     return out
 
 

@@ -372,7 +372,7 @@ def test_stories(c):
             e = m.by_name["blk.0.attn_q"]
             err_max = max(abs(a - b) for a, b in zip(m.dequant(e), t["wq"][0]))
             amax = max(abs(v) for v in t["wq"][0])
-            check(err_max <= amax / (8 if wtype == "q4" else 127), "%s/%s: dequantized attn_q error %g" % (
+            check(err_max <= 1.01 * amax / (8 if wtype == "q4" else 127), "%s/%s: dequantized attn_q error %g" % (
                 wtype, scales, err_max))
             e = m.by_name["blk.0.ffn_down"]
             deq = m.dequant(e)
@@ -457,8 +457,7 @@ def test_llama2c_errors(c, p, t):
     # An output folder that does not exist: an I/O error naming the path, nothing left behind.
     missing = c.path("no_such_dir/out.mlb")
     c.expect_fail(1, missing, "llama2c", c.ckpt, "--tokenizer", c.tok, "-o", missing)
-    check(sorted(os.listdir(c.work)) == sorted(x for x in os.listdir(c.work) if ".tmp." not in x),
-          "a temporary file was left behind")
+    check(not any(".tmp." in x for x in os.listdir(c.work)), "a temporary file was left behind")
     for args in (("--help",), ("llama2c", "--help"), ("random", "--help")):
         rc, so, _ = c.run(*args)
         check(rc == 0 and "Usage" in so, "ml_convert %s: exit %d" % (" ".join(args), rc))
@@ -520,7 +519,9 @@ def test_random(c):
             if x["type"] == 0:
                 check(min(v) >= 0.79 and max(v) <= 1.21 and spread > 0.1, "%s: %s norm values" % (tag, x["name"]))
             else:
-                bound = 1.0 if x["name"] == "tok_embd" else 1.0 / math.sqrt(x["cols"])
+                bound = 1.0 / math.sqrt(x["cols"])
+                if x["name"] == "tok_embd":  # U(-1,1), scaled by 2/sqrt(dim) (at most 1) when tied
+                    bound = min(1.0, 2.0 / math.sqrt(dim)) if tied else 1.0
                 mean_abs = sum(abs(a) for a in v) / len(v)
                 check(max(abs(a) for a in v) <= bound * 1.01 and mean_abs > bound * 0.3,
                       "%s: %s values out of scale (max %g, mean |x| %g, bound %g)" % (
@@ -573,8 +574,8 @@ def test_random(c):
     bad("--dim", extra=["--dim", "abc"])
     bad("vocab_size 100", extra=["--tokenizer", c.tok])
     check(not os.path.exists(out), "a failed random conversion left %s behind" % out)
-    c.expect_fail(1, "missing_tok.bin", *random_args(c, RANDOM_SHAPES[0], out)[:-0 or None],
-                  "--tokenizer", c.path("missing_tok.bin"))
+    c.expect_fail(1, "missing_tok.bin", *random_args(c, RANDOM_SHAPES[0], out), "--tokenizer",
+                  c.path("missing_tok.bin"))
 
 
 def main():

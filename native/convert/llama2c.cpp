@@ -70,7 +70,8 @@ ml_status read_params(const char* path, const uint8_t* d, size_t size, l2c_param
     p->legacy = true;
     p->header_bytes = 28;
   }
-  static const char* const names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+  static const char* const names[7] = {"dim",        "hidden_dim", "n_layers", "n_heads",
+                                       "n_kv_heads", "vocab_size", "seq_len"};
   int32_t v[7];
   for (int i = 0; i < 7; ++i) v[i] = get_i32(q + 4 * i);
   p->shared = p->legacy ? v[5] > 0 : d[36] != 0;

@@ -43,7 +43,10 @@ int ml_main(int argc, char** argv) {
   rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)")->required();
   rn->add_option("--max-seq", ro.max_seq, "longest context")->required();
   rn->add_option("--head-dim", ro.head_dim, "head width (default dim/heads); heads*head-dim a multiple of 32");
-  rn->add_option("--seed", ro.seed, "generator seed (default 1); same seed, same bytes");
+  rn->add_option("--seed", ro.seed, "generator seed, 0..2^64-1 (default 1); same seed, same bytes")
+      ->check([](const std::string& v) {
+        return v.empty() || v[0] == '-' ? std::string("must not be negative") : std::string();
+      });
   rn->add_option("--wtype", r_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
   rn->add_option("--scales", r_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
   rn->add_flag("--tied", ro.tied, "reuse the embedding as the classifier (no output tensor)");

@@ -106,8 +106,9 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
     } else {
       const uint16_t hbits = ml_float_to_half(d[i]);
       if ((hbits & 0x7C00u) == 0x7C00u)
-        return ml_fail(err, ML_E_FORMAT, "tensor %s: block scale %g of row %zu does not fit an f16 scale (use --scales f32)",
-                       name, (double)d[i], i / (cols / ML_QK));
+        return ml_fail(err, ML_E_FORMAT,
+                       "tensor %s: block scale %g of row %zu does not fit an f16 scale (use --scales f32)", name,
+                       (double)d[i], i / (cols / ML_QK));
       t.scales[i * 2] = (uint8_t)(hbits & 0xFF);
       t.scales[i * 2 + 1] = (uint8_t)(hbits >> 8);
     }
@@ -153,7 +154,8 @@ ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, c
                      (int32_t)len, max_len);
     pos += 8;
     if (size - pos < len)
-      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u (length %u) runs past the end of the file", path, i, len);
+      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u (length %u) runs past the end of the file", path, i,
+                     len);
     pos += len;
   }
   if (pos != size)

@@ -8,6 +8,7 @@
 // newline from stdin is part of the text). A .mlb file is recognised by its magic and must carry
 // a tokenizer section; any other file is read as a llama2.c tokenizer.bin. Exit codes: 0 ok,
 // 2 bad usage or input (the message names the option, file or value), 1 other errors.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -52,9 +53,10 @@ ml_status load(const options& o, ml_tokenizer** tok, ml_error* err) {
   ml_file_close(&f);
   if (s != ML_OK && err && std::strncmp(err->msg, o.file.c_str(), o.file.size()) != 0 &&
       std::strncmp(err->msg, "--", 2) != 0) {
-    char msg[sizeof err->msg];
-    std::snprintf(msg, sizeof msg, "%s: %s", o.file.c_str(), err->msg);
-    std::memcpy(err->msg, msg, sizeof msg);
+    const std::string msg = o.file + ": " + err->msg;  // name the file
+    const size_t n = std::min(msg.size(), sizeof err->msg - 1);
+    std::memcpy(err->msg, msg.data(), n);
+    err->msg[n] = '\0';
   }
   if (s != ML_OK && *tok) {
     ml_tokenizer_free(*tok);

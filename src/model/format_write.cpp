@@ -120,7 +120,8 @@ bool write_at(FILE* f, uint64_t* pos, uint64_t offset, const void* p, uint64_t n
 
 ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
                        const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err) {
-  if (n_tensors > UINT32_MAX) return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", path, n_tensors);
+  if (n_tensors > UINT32_MAX)
+    return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", path, n_tensors);
   if (n_tensors > 0 && !tensors) return ml_fail(err, ML_E_ARG, "%s: no tensors given", path);
 
   ml_mlb_header hdr = *h;

@@ -130,7 +130,7 @@ TEST_CASE("ml_quantize_q8_ref: ties at amax 254 (id = 0.5, d = 2)", "[quant]") {
   for (int i = 0; i < 8; ++i) CHECK((int)q[i] == (int)want[i]);
 }
 
-TEST_CASE("ml_quantize_q8_ref: zero, tiny and threshold blocks; short last block", "[quant]") {
+TEST_CASE("ml_quantize_q8_ref: zero, tiny and threshold blocks and a short last block", "[quant]") {
   // Blocks: zeros (with -0), tiny (amax < ML_QUANT_TINY), exactly ML_QUANT_TINY, then a short
   // block of 5 values quantized with its own amax.
   std::vector<float> x(3 * 32 + 5);
@@ -154,7 +154,7 @@ TEST_CASE("ml_quantize_q8_ref: zero, tiny and threshold blocks; short last block
   CHECK(d[4] == 99.0f);
 }
 
-TEST_CASE("ml_quantize_q8_ref: random blocks against the double-precision oracle; clamp", "[quant]") {
+TEST_CASE("ml_quantize_q8_ref: random blocks against the double-precision oracle and the clamp", "[quant]") {
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f), ex(-30.0f, 30.0f);
   int checked = 0;

@@ -57,7 +57,8 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 ml_mlb_tensor_src make(const char* name, uint32_t type, uint32_t st, uint32_t rows, uint32_t cols,
                        const std::vector<uint8_t>& data, const std::vector<uint8_t>* scales) {
   ml_mlb_tensor_src s;
-  std::strncpy(s.t.name, name, sizeof s.t.name - 1);
+  REQUIRE(std::strlen(name) < sizeof s.t.name);
+  std::memcpy(s.t.name, name, std::strlen(name) + 1);
   s.t.type = type;
   s.t.scale_type = st;
   s.t.rows = rows;
@@ -126,7 +127,7 @@ TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs
   std::vector<ml_mlb_tensor_src> t = {
       make("output_norm", ML_DT_F32, 0, 1, 64, norm, nullptr),
       make("blk.0.attn_q", ML_DT_Q8, st, 3, 64, q8, &q8s),
-      make("blk.10.ffn_down_with_a_name_of_47_bytes_xxxxxxxx", ML_DT_Q4, st, 5, 96, q4, &q4s),
+      make("blk.10.ffn_down_with_a_name_of_47_bytes_xxxxxxx", ML_DT_Q4, st, 5, 96, q4, &q4s),
       make("f16", ML_DT_F16, 0, 2, 7, f16, nullptr),
       make("last", ML_DT_Q8, st, 1, 32, q8b, &q8bs),
   };
@@ -294,4 +295,61 @@ TEST_CASE("ml_mlb_encode_tensor keeps at least one NUL after the name", "[format
   CHECK(out[46] == 'n');
   CHECK(out[47] == 0);
   CHECK(out[48] == ML_DT_Q4);
+}
+
+TEST_CASE("a file from ml_mlb_write parses back with ml_mlb_parse", "[format]") {
+  tmp_dir dir;
+  const uint32_t st = GENERATE(ML_SCALE_F32, ML_SCALE_F16);
+  const uint32_t sbytes = st == ML_SCALE_F32 ? 4 : 2;
+  const ml_mlb_header h = distinct_header(st);
+  const auto norm = pattern(64 * 4, 1);
+  const auto q4 = pattern(5 * 96 / 2, 4), q4s = pattern(5 * 3 * sbytes, 5);
+  const auto q8 = pattern(2 * 32, 2), q8s = pattern(2 * sbytes, 3);
+  const std::vector<ml_mlb_tensor_src> t = {
+      make("blk.0.attn_norm", ML_DT_F32, 0, 1, 64, norm, nullptr),
+      make("blk.0.ffn_down", ML_DT_Q4, st, 5, 96, q4, &q4s),
+      make("tok_embd", ML_DT_Q8, st, 2, 32, q8, &q8s),
+  };
+  const auto tok = pattern(77, 9);
+  const bool with_tok = GENERATE(true, false);
+  const fs::path path = dir.p / "m.mlb";
+  ml_error err;
+  REQUIRE(ml_mlb_write(path.c_str(), &h, t.data(), t.size(), with_tok ? tok.data() : nullptr, with_tok ? tok.size() : 0,
+                       &err) == ML_OK);
+  const auto b = slurp(path);
+  ml_mlb m;
+  INFO(err.msg);
+  REQUIRE(ml_mlb_parse(&m, b.data(), b.size(), &err) == ML_OK);
+  CHECK(m.h.dim == h.dim);
+  CHECK(m.h.hidden_dim == h.hidden_dim);
+  CHECK(m.h.head_dim == h.head_dim);
+  CHECK(m.h.vocab_size == h.vocab_size);
+  CHECK(m.h.scale_type == st);
+  CHECK(m.h.norm_eps == h.norm_eps);
+  CHECK(m.h.rope_theta == h.rope_theta);
+  CHECK(m.h.rope_high_freq_factor == h.rope_high_freq_factor);
+  CHECK(m.h.linear_conv == h.linear_conv);
+  CHECK(m.h.hidden_dim_orig == h.hidden_dim_orig);
+  CHECK(m.h.file_size == b.size());
+  REQUIRE(m.n_tensors == 3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const ml_mlb_tensor e = ml_mlb_tensor_at(&m, i);
+    CHECK(std::string(e.name) == t[i].t.name);
+    CHECK(e.type == t[i].t.type);
+    CHECK(e.rows == t[i].t.rows);
+    CHECK(e.cols == t[i].t.cols);
+    CHECK(std::memcmp(b.data() + e.data_offset, t[i].data, e.data_size) == 0);
+    if (t[i].scales) CHECK(std::memcmp(b.data() + e.scale_offset, t[i].scales, e.scale_size) == 0);
+  }
+  ml_mlb_tensor found;
+  REQUIRE(ml_mlb_find(&m, "tok_embd", &found));
+  CHECK(found.rows == 2);
+  CHECK_FALSE(ml_mlb_find(&m, "output", &found));
+  if (with_tok) {
+    CHECK(m.tokenizer_kind == 1);
+    REQUIRE(m.tokenizer_size == tok.size());
+    CHECK(std::memcmp(m.tokenizer, tok.data(), tok.size()) == 0);
+  } else {
+    CHECK(m.tokenizer == nullptr);
+  }
 }

@@ -21,6 +21,12 @@ namespace ref {
 using Vec = xt::xtensor<double, 1>;
 using Cache = xt::xtensor<double, 3>;  // [layer][position][kv_dim]
 
+namespace {
+uint64_t g_near_ties = 0;
+}  // namespace
+
+uint64_t near_ties_seen() { return g_near_ties; }
+
 float q8_round_group(const double* x, size_t n, double* q) {
   std::vector<float> xf(n);
   float amax = 0.0f;
@@ -36,6 +42,8 @@ float q8_round_group(const double* x, size_t n, double* q) {
   const float d = amax / 127.0f;
   const float id = 127.0f / amax;
   for (size_t i = 0; i < n; ++i) {
+    const double exact = std::fabs(x[i]) * (127.0 / double(amax));
+    if (std::fabs(exact - std::floor(exact) - 0.5) <= exact * NEAR_TIE_REL) ++g_near_ties;
     const float scaled = xf[i] * id;                       // float32 multiply
     const float shifted = scaled + std::copysign(0.5f, xf[i]);  // then float32 add
     q[i] = std::clamp(double(std::trunc(shifted)), -127.0, 127.0);

@@ -49,7 +49,7 @@ uint32_t argmax(const std::vector<double>& v) {
 
 int run(int argc, char** argv) {
   CLI::App app{"ref_forward: double-precision reference logits for .mlb and llama2.c models"};
-  std::string model_path, tokens_text, kv_name = "auto", dump_path;
+  std::string model_path, tokens_text, kv_name = "auto", dump_path, ties_path;
   int64_t n_generate = -1;
   app.add_option("MODEL", model_path, "a .mlb model or a llama2.c float32 checkpoint")->required();
   app.add_option("--tokens", tokens_text, "prompt token ids, space separated")->required();
@@ -58,6 +58,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "f32", "f16", "q8", "f64"}));
   app.add_option("--dump-logits", dump_path, "write vocab float32 logits per prompt position to FILE");
   app.add_option("-n,--generate", n_generate, "greedy continuation: print prompt + N generated ids");
+  app.add_option("--near-ties", ties_path,
+                 "write, per prompt position, how many activations sat within float32 rounding of a Q8 tie");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -96,12 +98,19 @@ int run(int argc, char** argv) {
     dump = std::fopen(dump_path.c_str(), "wb");
     if (!dump) throw ref::RefError(1, dump_path + ": cannot open for writing");
   }
+  std::FILE* ties = nullptr;
+  if (!ties_path.empty()) {
+    ties = std::fopen(ties_path.c_str(), "w");
+    if (!ties) throw ref::RefError(1, ties_path + ": cannot open for writing");
+  }
   ref::Forward fwd(model, kv, uint32_t(positions));
   std::vector<uint32_t> out = prompt;
   std::vector<double> logits;
   std::vector<float> row(model.vocab);
   for (size_t i = 0; i < prompt.size(); ++i) {
+    const uint64_t ties_before = ref::near_ties_seen();
     logits = fwd.step(prompt[i]);
+    if (ties) std::fprintf(ties, "%llu\n", (unsigned long long)(ref::near_ties_seen() - ties_before));
     if (dump) {
       for (size_t j = 0; j < row.size(); ++j) row[j] = float(logits[j]);
       if (std::fwrite(row.data(), sizeof(float), row.size(), dump) != row.size()) {
@@ -111,6 +120,7 @@ int run(int argc, char** argv) {
     }
   }
   if (dump && std::fclose(dump) != 0) throw ref::RefError(1, dump_path + ": write failed");
+  if (ties && std::fclose(ties) != 0) throw ref::RefError(1, ties_path + ": write failed");
   for (uint64_t g = 0; g < gen; ++g) {
     const uint32_t next = argmax(logits);
     out.push_back(next);

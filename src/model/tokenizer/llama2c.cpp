@@ -122,7 +122,7 @@ ml_status scan(const uint8_t* data, size_t size, uint32_t vocab_size, int32_t* m
     return ml_fail(err, ML_E_FORMAT, "tokenizer: %zu bytes follow token %u: the file holds more than vocab_size %u tokens",
                    size - pos, i - 1, vocab_size);
   if (i < 3) return ml_fail(err, ML_E_FORMAT, "tokenizer: vocab_size %u is below 3 (<unk>, <s>, </s>)", i);
-  if (total > UINT32_MAX) return ml_fail(err, ML_E_FORMAT, "tokenizer: %zu bytes of pieces exceed 4 GiB", total);
+  if ((uint64_t)total > UINT32_MAX) return ml_fail(err, ML_E_FORMAT, "tokenizer: %zu bytes of pieces exceed 4 GiB", total);
   *n_tokens = i;
   *text_bytes = total;
   return ML_OK;

@@ -1,0 +1,26 @@
+// The SSE2 ISA (x86-64 baseline): every op where 128-bit SIMD pays; the rest falls back to
+// scalar through `using namespace scalar`. Kernels: kernels/sse2/*.cpp; helpers: x86_common.h.
+#pragma once
+#ifndef ML_ENABLE_SSE2
+#error "kernels/sse2/sse2.h included but ML_ENABLE_SSE2 is not set (kernels/isa.cmake)"
+#endif
+#include "kernels/scalar/scalar.h"
+
+namespace ml::k::sse2 {
+using namespace scalar;
+inline constexpr const char* isa_name = "sse2";
+ML_K_BIND(matvec_q8, sse2)
+ML_K_BIND(matvec_q4, sse2)
+ML_K_BIND(quantize_q8, sse2)
+ML_K_BIND(rmsnorm, sse2)
+ML_K_BIND(softmax, sse2)
+ML_K_BIND(silu_mul, sse2)
+ML_K_BIND(add, sse2)
+ML_K_BIND(rope, sse2)
+ML_K_BIND(dot_f32, sse2)
+ML_K_BIND(axpy_f32, sse2)
+ML_K_BIND(dot_q8, sse2)
+ML_K_BIND(axpy_q8, sse2)
+ML_K_BIND(dot_f16, sse2)
+ML_K_BIND(axpy_f16, sse2)
+}  // namespace ml::k::sse2

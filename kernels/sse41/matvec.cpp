@@ -1,0 +1,89 @@
+// SSE4.1 matrix-vector kernels (Q8 and Q4 weights times Q8_0 activations). Same structure as
+// kernels/sse2/matvec.cpp; only the block dot differs.
+// Contract (kernels/ops.h): y[r] for r in [r0, r1) only; W->cols == x->n, a multiple of 32;
+// unaligned loads; no allocation, no global state.
+// Idiom (spec/kernels.txt, sse41): pmaddubsw(abs(x), sign(w, x)), then pmaddwd(., 1). Quants
+// in [-127, 127] keep pmaddubsw pair sums <= 32258, below int16 saturation. Four rows per pass,
+// so each activation block is loaded once (and its abs taken once) and used four times; Q4
+// blocks are unpacked to int8 (& 0x0F, >> 4, - 8) and then take the Q8 path.
+// Rounding: each row keeps 4 float lanes; per block, lane l += (float)(int32 partial dot of
+// lane l) * (d_w * d_x), and the lanes are reduced once per row at the end. This reorders the
+// scalar kernel's float additions only; with unit scales every partial is an exact integer
+// (< 2^24 for the sizes tested), so the result matches scalar bit for bit.
+#include <smmintrin.h>
+
+#include "kernels/sse41/sse41.h"
+#include "kernels/x86_common.h"
+
+namespace {
+
+// Int32 lanes of one 32-block dot: w0/w1 are the weight's int8 values 0..15 / 16..31, x0/x1
+// the activation's, ax0/ax1 their absolute values (shared by the four rows of a pass).
+inline __m128i block_dot(__m128i w0, __m128i w1, __m128i x0, __m128i x1, __m128i ax0, __m128i ax1) {
+  const __m128i one = _mm_set1_epi16(1);
+  const __m128i p0 = _mm_madd_epi16(_mm_maddubs_epi16(ax0, _mm_sign_epi8(w0, x0)), one);
+  const __m128i p1 = _mm_madd_epi16(_mm_maddubs_epi16(ax1, _mm_sign_epi8(w1, x1)), one);
+  return _mm_add_epi32(p0, p1);
+}
+
+// Rows r .. r+R-1 (R <= 4). Q4: row stride cols/2 bytes, 16 bytes per block; Q8: cols, 32.
+template <int R, bool Q4>
+inline void rows_pass(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
+  const int cols = W->cols, nb = cols / ML_QK;
+  const size_t row_bytes = Q4 ? (size_t)cols / 2 : (size_t)cols;
+  const size_t block_bytes = Q4 ? ML_QK / 2 : ML_QK;
+  const uint8_t* w[R];
+  __m128 acc[R];
+  for (int k = 0; k < R; ++k) {
+    w[k] = static_cast<const uint8_t*>(W->q) + (size_t)(r + k) * row_bytes;
+    acc[k] = _mm_setzero_ps();
+  }
+  for (int b = 0; b < nb; ++b) {
+    const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->q + b * ML_QK));
+    const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->q + b * ML_QK + 16));
+    const __m128i ax0 = _mm_abs_epi8(x0), ax1 = _mm_abs_epi8(x1);
+    const float dx = x->d[b];
+#pragma GCC unroll 4
+    for (int k = 0; k < R; ++k) {
+      const uint8_t* wb = w[k] + (size_t)b * block_bytes;
+      __m128i w0, w1;
+      if constexpr (Q4) {
+        ml_q4_unpack(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb)), &w0, &w1);
+      } else {
+        w0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb));
+        w1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16));
+      }
+      const float d = ml_qtensor_scale(W, (size_t)(r + k) * (size_t)nb + (size_t)b) * dx;
+      const __m128i dot = block_dot(w0, w1, x0, x1, ax0, ax1);
+      acc[k] = _mm_add_ps(acc[k], _mm_mul_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(d)));
+    }
+  }
+  if constexpr (R == 4) {
+    _mm_storeu_ps(y + r, ml_hsum4_ps(acc[0], acc[1], acc[2], acc[3]));
+  } else {
+    for (int k = 0; k < R; ++k) y[r + k] = ml_hsum_ps(acc[k]);
+  }
+}
+
+// Passes of 4 rows over [r0, r1), then one pass of the 1..3 rows left.
+template <bool Q4>
+inline void matvec(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows_pass<4, Q4>(y, W, x, r);
+  switch (r1 - r) {
+    case 3: rows_pass<3, Q4>(y, W, x, r); break;
+    case 2: rows_pass<2, Q4>(y, W, x, r); break;
+    case 1: rows_pass<1, Q4>(y, W, x, r); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+extern "C" void ml_k_matvec_q8_sse41(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
+  matvec<false>(y, W, x, r0, r1);
+}
+
+extern "C" void ml_k_matvec_q4_sse41(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
+  matvec<true>(y, W, x, r0, r1);
+}
