@@ -8,27 +8,15 @@
 
 #include "kernels/ops.h"
 
-#if defined(ML_ISA_AVX512VNNI)
-#include "kernels/avx512vnni/avx512vnni.h"
-namespace ml::k { namespace active = avx512vnni; }
-#elif defined(ML_ISA_AVXVNNI)
-#include "kernels/avxvnni/avxvnni.h"
-namespace ml::k { namespace active = avxvnni; }
-#elif defined(ML_ISA_AVX2)
-#include "kernels/avx2/avx2.h"
-namespace ml::k { namespace active = avx2; }
-#elif defined(ML_ISA_SSE41)
-#include "kernels/sse41/sse41.h"
-namespace ml::k { namespace active = sse41; }
-#elif defined(ML_ISA_SSE2)
-#include "kernels/sse2/sse2.h"
-namespace ml::k { namespace active = sse2; }
-#elif defined(ML_ISA_SCALAR)
-#include "kernels/scalar/scalar.h"
-namespace ml::k { namespace active = scalar; }
-#else
-#error "no ML_ISA_<name> defined: configure through a CMake preset (kernels/isa.cmake)"
+// kernels/isa.cmake defines ML_ISA_NAMESPACE (the preset's ISA, e.g. avx2) and ML_ISA_HEADER
+// ("kernels/avx2/avx2.h"), so a new ISA needs no edit here.
+#if !defined(ML_ISA_NAMESPACE) || !defined(ML_ISA_HEADER)
+#error "ML_ISA_NAMESPACE/ML_ISA_HEADER not defined: configure through a CMake preset (kernels/isa.cmake)"
 #endif
+#include ML_ISA_HEADER
+namespace ml::k {
+namespace active = ML_ISA_NAMESPACE;
+}  // namespace ml::k
 
 #define ML_K_CHECK(op) \
   static_assert(std::is_same_v<decltype(ml::k::active::op), ml_k_##op##_fn&>, "kernel " #op " has the wrong signature");

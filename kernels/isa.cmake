@@ -1,12 +1,13 @@
 # The one table of instruction sets. A row names the ISA, its fallback parent, the architecture it
 # exists on and the compiler flags that enable it. Adding an ISA is one row here, one folder
-# kernels/<isa>/ with <isa>.h (ML_K_BIND lines) and its .cpp files, one branch in kernels/bind.h
-# and its CPU bits in src/core/isa_check.cpp.
+# kernels/<isa>/ with <isa>.h (ML_K_BIND lines, `using namespace <parent>`) and its .cpp files,
+# its CPU bits in src/core/isa_check.cpp, and its preset in CMakePresets.json.
 #
 # A preset sets ML_ISA. This file walks the chain from ML_ISA to scalar and exposes:
 #   ML_ISA_CHAIN      the ISAs of the chain, highest first
 #   ML_ISA_FLAGS      the compiler flags of ML_ISA (applied to every ISA-compiled target)
-#   ML_ISA_DEFINES    -DML_ISA_<ISA> plus -DML_ENABLE_<I> for every ISA of the chain
+#   ML_ISA_DEFINES    -DML_ISA_<ISA>, ML_ISA_NAMESPACE/ML_ISA_HEADER (kernels/bind.h) and
+#                     -DML_ENABLE_<I> for every ISA of the chain
 
 set(ML_ISA_NAMES "")
 macro(ml_isa name)
@@ -70,7 +71,8 @@ while(_isa)
   set(_isa ${ML_ISA_PARENT_${_isa}})
 endwhile()
 string(TOUPPER ${ML_ISA_RESOLVED} _up)
-list(APPEND ML_ISA_DEFINES ML_ISA_${_up})
+list(APPEND ML_ISA_DEFINES ML_ISA_${_up} ML_ISA_NAMESPACE=${ML_ISA_RESOLVED}
+     "ML_ISA_HEADER=\"kernels/${ML_ISA_RESOLVED}/${ML_ISA_RESOLVED}.h\"")
 set(ML_ISA_FLAGS ${ML_ISA_FLAGS_${ML_ISA_RESOLVED}})
 message(STATUS "krafla: ISA ${ML_ISA_RESOLVED}, chain ${ML_ISA_CHAIN}, flags '${ML_ISA_FLAGS}'")
 

@@ -177,7 +177,7 @@ static inline __m512i unpack_q4x2(const uint8_t* p) {
 
 // As unpack_q4x2 for a single block: the upper 256 bits are zero.
 static inline __m512i unpack_q4x1(const uint8_t* p) {
-  return _mm512_castsi256_si512(unpack_q4(p));
+  return _mm512_zextsi256_si512(unpack_q4(p));
 }
 
 // Scales i and i + 1 spread as {s_i x 8, s_i+1 x 8}. ONE (a lone last block) reads only s_i and

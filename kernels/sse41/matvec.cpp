@@ -6,10 +6,12 @@
 // in [-127, 127] keep pmaddubsw pair sums <= 32258, below int16 saturation. Four rows per pass,
 // so each activation block is loaded once (and its abs taken once) and used four times; Q4
 // blocks are unpacked to int8 (& 0x0F, >> 4, - 8) and then take the Q8 path.
-// Rounding: each row keeps 4 float lanes; per block, lane l += (float)(int32 partial dot of
-// lane l) * (d_w * d_x), and the lanes are reduced once per row at the end. This reorders the
-// scalar kernel's float additions only; with unit scales every partial is an exact integer
-// (< 2^24 for the sizes tested), so the result matches scalar bit for bit.
+// Rounding: per block, the four rows' int32 lanes are transposed and summed in integers
+// (ml_hsum4_epi32, exact), giving one vector [isum_r .. isum_r+3]; one cvtdq2ps, one multiply
+// by [d_w(r+k) * d_x] and one add into a float accumulator whose lane k is row r+k. That is
+// the scalar kernel's float arithmetic in its order, so every row matches it bit for bit, and
+// there is no horizontal float reduction at all (it costs fewer instructions per block than
+// converting and scaling four rows' lanes separately). A partial pass pads with zero rows.
 #include <smmintrin.h>
 
 #include "kernels/sse41/sse41.h"
@@ -33,16 +35,14 @@ inline void rows_pass(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
   const size_t row_bytes = Q4 ? (size_t)cols / 2 : (size_t)cols;
   const size_t block_bytes = Q4 ? ML_QK / 2 : ML_QK;
   const uint8_t* w[R];
-  __m128 acc[R];
-  for (int k = 0; k < R; ++k) {
-    w[k] = static_cast<const uint8_t*>(W->q) + (size_t)(r + k) * row_bytes;
-    acc[k] = _mm_setzero_ps();
-  }
+  for (int k = 0; k < R; ++k) w[k] = static_cast<const uint8_t*>(W->q) + (size_t)(r + k) * row_bytes;
+  __m128 acc = _mm_setzero_ps();  // lane k: row r + k
   for (int b = 0; b < nb; ++b) {
     const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->q + b * ML_QK));
     const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->q + b * ML_QK + 16));
     const __m128i ax0 = _mm_abs_epi8(x0), ax1 = _mm_abs_epi8(x1);
-    const float dx = x->d[b];
+    __m128i dot[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    float dw[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma GCC unroll 4
     for (int k = 0; k < R; ++k) {
       const uint8_t* wb = w[k] + (size_t)b * block_bytes;
@@ -53,15 +53,19 @@ inline void rows_pass(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
         w0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb));
         w1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16));
       }
-      const float d = ml_qtensor_scale(W, (size_t)(r + k) * (size_t)nb + (size_t)b) * dx;
-      const __m128i dot = block_dot(w0, w1, x0, x1, ax0, ax1);
-      acc[k] = _mm_add_ps(acc[k], _mm_mul_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(d)));
+      dot[k] = block_dot(w0, w1, x0, x1, ax0, ax1);
+      dw[k] = ml_qtensor_scale(W, (size_t)(r + k) * (size_t)nb + (size_t)b);
     }
+    const __m128 d = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(x->d[b]));
+    const __m128i isum = ml_hsum4_epi32(dot[0], dot[1], dot[2], dot[3]);
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(isum), d));
   }
   if constexpr (R == 4) {
-    _mm_storeu_ps(y + r, ml_hsum4_ps(acc[0], acc[1], acc[2], acc[3]));
+    _mm_storeu_ps(y + r, acc);
   } else {
-    for (int k = 0; k < R; ++k) y[r + k] = ml_hsum_ps(acc[k]);
+    float out[4];
+    _mm_storeu_ps(out, acc);
+    for (int k = 0; k < R; ++k) y[r + k] = out[k];
   }
 }
 
