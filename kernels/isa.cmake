@@ -31,11 +31,18 @@ ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -
 function(ml_isa_detect_native out)
   set(best scalar)
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND NOT CMAKE_CROSSCOMPILING)
-    try_run(_run _compile ${CMAKE_BINARY_DIR}/isa_probe
-      SOURCES ${CMAKE_CURRENT_LIST_DIR}/../src/core/isa_check.cpp ${CMAKE_CURRENT_LIST_DIR}/../src/core/isa_probe_main.cpp
-      COMPILE_DEFINITIONS -I${CMAKE_CURRENT_LIST_DIR}/../src
-      CXX_STANDARD 20
-      RUN_OUTPUT_VARIABLE _cpu)
+    set(_src ${CMAKE_CURRENT_LIST_DIR}/../src)
+    set(_exe ${CMAKE_BINARY_DIR}/isa_probe)
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -std=c++20 -O1 -I${_src} ${_src}/core/isa_check.cpp
+                            ${_src}/core/isa_probe_main.cpp -o ${_exe} RESULT_VARIABLE _compile_rc)
+    set(_run 1)
+    if(_compile_rc EQUAL 0)
+      execute_process(COMMAND ${_exe} RESULT_VARIABLE _run OUTPUT_VARIABLE _cpu OUTPUT_STRIP_TRAILING_WHITESPACE)
+    endif()
+    set(_compile FALSE)
+    if(_compile_rc EQUAL 0)
+      set(_compile TRUE)
+    endif()
     if(_compile AND _run EQUAL 0)
       foreach(isa avx512vnni avxvnni avx2 sse41 sse2)
         if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${isa}/${isa}.h AND _cpu MATCHES "(^| )${isa}( |$)")

@@ -10,7 +10,13 @@
 // nibbles (0..15) are used raw as the unsigned operand, and the -8 offset is applied in int32 as
 // 8 * sum(x) per lane, computed once per activation block: sum((n - 8) * x) == sum(n * x) - 8 * sum(x).
 #pragma once
+// GCC 12 warns -Wmaybe-uninitialized inside AVX-512 intrinsics that merge into an
+// _mm512_undefined_*() source (GCC PR105593, fixed in 12.3/13); the warning points into the
+// header, so it is silenced for the header's own lines only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <cstddef>
 #include <cstdint>
@@ -201,9 +207,15 @@ static inline __m512 wscale2(const void* d, size_t i) {
 // Byte mask of the first m (0..64) bytes.
 static inline __mmask64 mask64(int m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1); }
 
-static inline __m256 fold512(__m512 v) {
-  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
+// The 256-bit halves of a 512-bit vector. GCC 12 builds even _mm512_cast*512_*256 from an
+// extract with an _mm256_undefined_* source and then warns -Wmaybe-uninitialized about it; the
+// zero-masked extracts (all lanes kept) are the same instruction without that source.
+static inline __m256 lo256(__m512 v) { return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), 0)); }
+static inline __m256 hi256(__m512 v) { return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), 1)); }
+static inline __m256i lo256(__m512i v) { return _mm512_maskz_extracti64x4_epi64(0xFF, v, 0); }
+static inline __m256i hi256(__m512i v) { return _mm512_maskz_extracti64x4_epi64(0xFF, v, 1); }
+static inline __m256 fold512(__m512 v) { return _mm256_add_ps(lo256(v), hi256(v)); }
+static inline __m256i fold512(__m512i v) { return _mm256_add_epi32(lo256(v), hi256(v)); }
 
 #endif
 

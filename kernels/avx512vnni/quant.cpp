@@ -12,6 +12,7 @@
 #include "kernels/x86_avx.h"
 
 namespace {
+using namespace ml::k::x86;
 
 inline __m512 and_ps(__m512 a, __m512i m) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), m)); }
 
@@ -23,7 +24,7 @@ inline void quant_block(int8_t* q, float* d, const float* x, int len) {
   const __m512i abs_bits = _mm512_set1_epi32(0x7FFFFFFF), sign_bits = _mm512_set1_epi32((int)0x80000000u);
   __m512 amax = _mm512_max_ps(and_ps(v0, abs_bits), _mm512_setzero_ps());
   amax = _mm512_max_ps(and_ps(v1, abs_bits), amax);
-  const float mx = _mm512_reduce_max_ps(amax);
+  const float mx = hmax(_mm256_max_ps(lo256(amax), hi256(amax)));
   if (!(mx >= ML_QUANT_TINY)) {
     std::memset(q, 0, (size_t)len);
     *d = 0.0f;

@@ -39,7 +39,6 @@ inline void rows_pass(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
     const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->q + b * ML_QK + 16));
     const __m128i xs[4] = {ml_sext8_lo(x0), ml_sext8_hi(x0), ml_sext8_lo(x1), ml_sext8_hi(x1)};
     __m128i dot[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    float dw[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma GCC unroll 4
     for (int k = 0; k < R; ++k) {
       const uint8_t* wb = w[k] + (size_t)b * block_bytes;
@@ -51,9 +50,9 @@ inline void rows_pass(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
         w1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16));
       }
       dot[k] = block_dot(w0, w1, xs);
-      dw[k] = ml_qtensor_scale(W, (size_t)(r + k) * (size_t)nb + (size_t)b);
     }
-    const __m128 d = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(x->d[b]));
+    auto dw = [&](int k) { return k < R ? ml_qtensor_scale(W, (size_t)(r + k) * (size_t)nb + (size_t)b) : 0.0f; };
+    const __m128 d = _mm_mul_ps(_mm_set_ps(dw(3), dw(2), dw(1), dw(0)), _mm_set1_ps(x->d[b]));
     const __m128i isum = ml_hsum4_epi32(dot[0], dot[1], dot[2], dot[3]);
     acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(isum), d));
   }

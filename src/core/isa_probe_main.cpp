@@ -1,5 +1,6 @@
 // Configure-time probe (kernels/isa.cmake, preset "native"): prints the x86 ISAs this CPU runs.
 #include <cstdio>
+#include <initializer_list>
 
 #include "core/isa_check.h"
 

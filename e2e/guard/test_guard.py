@@ -1,0 +1,70 @@
+"""The ISA guard under qemu-x86_64: each build's executables, run on CPU models that lack its
+instruction set, must exit 3 naming the missing feature before any ISA instruction runs (static
+initialisers included: a SIGILL would show as a signal, not exit 3); on models that have it they
+must run (--help exits 0). qemu 7.2's TCG emulates up to AVX2, so the AVX-VNNI and AVX-512 builds
+get only negative cases there; their positive case is this machine itself.
+
+Usage: test_guard.py ISA BIN_DIR"""
+import os
+import shutil
+import subprocess
+import sys
+
+# qemu CPU model -> the x86 ISAs it runs.
+MODELS = {
+    "core2duo": {"scalar", "sse2"},
+    "Nehalem": {"scalar", "sse2", "sse41"},
+    "SandyBridge": {"scalar", "sse2", "sse41"},
+    "Haswell": {"scalar", "sse2", "sse41", "avx2"},
+}
+# The feature the guard must name for an ISA on a model that lacks it.
+MISSING = {
+    ("sse41", "core2duo"): "sse4.1",
+    ("avx2", "core2duo"): "sse4.1",
+    ("avx2", "Nehalem"): "avx",
+    ("avx2", "SandyBridge"): "fma",
+    ("avxvnni", "Haswell"): "avxvnni",
+    ("avxvnni", "SandyBridge"): "fma",
+    ("avx512vnni", "Haswell"): "avx512f",
+    ("avx512vnni", "Nehalem"): "avx",
+}
+APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench"]
+
+
+def main(isa, bin_dir):
+    qemu = shutil.which("qemu-x86_64")
+    if not qemu:
+        print("SKIP: qemu-x86_64 is not installed (apt-get install qemu-user)")
+        return 1  # scripts/install-deps installs it: a missing emulator is a failure, not a pass
+    failures, checks = 0, 0
+    for model, runs in MODELS.items():
+        for app in APPS:
+            exe = os.path.join(bin_dir, app)
+            if not os.path.exists(exe):
+                continue
+            p = subprocess.run([qemu, "-cpu", model, exe, "--help"], capture_output=True, text=True, timeout=120)
+            checks += 1
+            if isa in runs:
+                ok = p.returncode == 0
+                want = "exit 0"
+            else:
+                need = MISSING.get((isa, model))
+                ok = p.returncode == 3 and (need is None or need in p.stderr) and isa in p.stderr
+                want = "exit 3 naming %s" % (need or "the missing feature")
+            print("%-4s %-11s %-10s -> exit %d %s" % ("ok" if ok else "FAIL", model, app, p.returncode,
+                                                      p.stderr.strip().splitlines()[-1:] if p.returncode else ""))
+            if not ok:
+                print("     expected %s; stderr: %s" % (want, p.stderr.strip()[-300:]))
+                failures += 1
+    # The host runs every x86 build natively: the positive case for the builds qemu cannot run.
+    p = subprocess.run([os.path.join(bin_dir, "ml_run"), "--help"], capture_output=True, text=True)
+    checks += 1
+    if p.returncode != 0:
+        print("FAIL host ml_run --help -> exit %d: %s" % (p.returncode, p.stderr.strip()))
+        failures += 1
+    print("%d passed, %d failed" % (checks - failures, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
