@@ -23,6 +23,17 @@ namespace active = ML_ISA_NAMESPACE;
 ML_K_OPS(ML_K_CHECK)
 #undef ML_K_CHECK
 
+#ifdef ML_K_PACKED
+#define ML_K_CHECK_PK(op)                                                                                        \
+  static_assert(std::is_same_v<decltype(ml::k::active::op), ml_k_##op##_fn&>, "kernel " #op " has the wrong signature"); \
+  static_assert(ml::k::active::op##_pack.g == ml::k::active::pack.g &&                                           \
+                    ml::k::active::op##_pack.q8_offset == ml::k::active::pack.q8_offset &&                       \
+                    ml::k::active::op##_pack.q4_xor == ml::k::active::pack.q4_xor,                               \
+                "packed kernel " #op " reads another ISA's layout: bind every packed op in the ISA that sets pack");
+ML_K_PK_OPS(ML_K_CHECK_PK)
+#undef ML_K_CHECK_PK
+#endif
+
 namespace ml::k {
 // The ISA of this build (its preset name).
 inline constexpr const char* build_isa = active::isa_name;

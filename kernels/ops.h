@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/pack.h"
 #include "core/types.h"
 
 extern "C" {
@@ -44,12 +45,25 @@ typedef void ml_k_axpy_q8_fn(float* out, const float* w, const int8_t* V, const 
 typedef void ml_k_dot_f16_fn(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows, int head_dim);
 typedef void ml_k_axpy_f16_fn(float* out, const float* w, const uint16_t* V, size_t v_stride, int n_rows,
                               int head_dim);
+
+// Packed kernels (core/pack.h layout, the ISA's ml_pack_params). r0 is a multiple of the group
+// size G; rows at or above r1 are never written.
+// Matvec: y[r] as matvec_q8/q4 computes it (bit-exact with unit scales, 1e-5 of the term
+// magnitudes otherwise).
+typedef void ml_k_matvec_q8_pk_fn(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1);
+typedef void ml_k_matvec_q4_pk_fn(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1);
+// Matmul over X->n_tokens tokens: Y[t * ldy + r] equals, bit for bit, that ISA's packed matvec of
+// token t (same float operations in the same order).
+typedef void ml_k_matmul_q8_pk_fn(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0, int r1);
+typedef void ml_k_matmul_q4_pk_fn(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0, int r1);
 }
 
 // X-macro over every op; drives the static checks in bind.h, the tests and ml_bench.
 #define ML_K_OPS(X)                                                                                  \
   X(matvec_q8) X(matvec_q4) X(quantize_q8) X(rmsnorm) X(softmax) X(silu_mul) X(add) X(rope) X(dot_f32) \
       X(axpy_f32) X(dot_q8) X(axpy_q8) X(dot_f16) X(axpy_f16)
+// The packed ops; only ISAs that define ML_K_PACKED bind them.
+#define ML_K_PK_OPS(X) X(matvec_q8_pk) X(matvec_q4_pk) X(matmul_q8_pk) X(matmul_q4_pk)
 
 // Declares ml_k_<op>_<isa> and binds the short name <op> in the current ISA namespace, plus
 // <op>_name for the "resolved to" lines. Use inside namespace ml::k::<isa>.
@@ -57,3 +71,10 @@ typedef void ml_k_axpy_f16_fn(float* out, const float* w, const uint16_t* V, siz
   extern "C" ml_k_##op##_fn ml_k_##op##_##isa;                  \
   inline constexpr auto& op = ml_k_##op##_##isa;                \
   inline constexpr const char* op##_name = "ml_k_" #op "_" #isa;
+
+// Binds a packed op in an ISA namespace that defines `pack` (its ml_pack_params), and records
+// which layout the op reads (op##_pack), so bind.h can check that every packed op of the build
+// reads the build's layout: an ISA that changes G must bind all four packed ops.
+#define ML_K_BIND_PK(op, isa)   \
+  ML_K_BIND(op, isa)            \
+  inline constexpr const ml_pack_params& op##_pack = pack;

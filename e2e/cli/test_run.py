@@ -213,7 +213,125 @@ class SameAsScalar(unittest.TestCase):
             self.check(m, ["-p", "Once upon a time", "--temp", "1", "--seed", "9", "-n", "200"])
 
 
-GROUPS = {"logits": Logits, "kv": Kv, "real": Real, "story": Story, "cli": Cli, "same-as-scalar": SameAsScalar}
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class ThreadsBatch(unittest.TestCase):
+    """Logits are byte-identical for any thread count and prefill batch size, with every KV cache
+    type; generated text is the same with and without batching."""
+
+    def dumps(self, model, ids, variants, tag):
+        outs = []
+        for i, extra in enumerate(variants):
+            out = ENV.path("tb_%s_%d.bin" % (tag, i))
+            h.dump_logits(ENV, model, ids, out, extra)
+            outs.append(read(out))
+        return outs
+
+    def test_threads_give_identical_logits(self):
+        # Large enough that single-token matvecs (512 x 768 and up) cross the 2^18 multiply-add
+        # threshold and really split across threads, with --batch 1 as well as batched.
+        for wtype in ("q8", "q4"):
+            m = h.random_model(ENV, "thr_%s.mlb" % wtype, wtype=wtype, dim=512, hidden=768, layers=2, heads=8,
+                               kv_heads=2, vocab=VOCAB, max_seq=128)
+            ids = ids_for(70, seed=5)  # past one 64-position attention block
+            for kv in ("f32", "q8", "f16"):
+                variants = [["-t", t, "--kv", kv] for t in ("1", "2", "3", "4", "7")]
+                variants += [["-t", t, "--kv", kv, "--batch", "1"] for t in ("1", "3")]
+                outs = self.dumps(m, ids, variants, "t_%s_%s" % (wtype, kv))
+                for o in outs[1:]:
+                    self.assertEqual(o, outs[0], "%s --kv %s: -t N changed the logits" % (wtype, kv))
+
+    def test_batch_sizes_give_identical_logits(self):
+        for wtype in ("q8", "q4"):
+            m = h.random_model(ENV, "rand_%s_f32.mlb" % wtype, wtype=wtype)
+            ids = ids_for(70, seed=6)
+            for kv in ("f32", "q8", "f16"):
+                outs = self.dumps(m, ids, [["--batch", b, "--kv", kv] for b in ("1", "5", "128")]
+                                  + [["--batch", "5", "-t", "3", "--kv", kv]], "b_%s_%s" % (wtype, kv))
+                for o in outs[1:]:
+                    self.assertEqual(o, outs[0], "%s --kv %s: --batch changed the logits" % (wtype, kv))
+
+    def test_generation_same_with_and_without_batching(self):
+        m = h.stories260k(ENV, "q4")
+        for kv in ("f32", "q8"):
+            args = ["-p", "Once upon a time, there was a little girl named Lily.", "--temp", "0", "-n", "60", "--kv", kv]
+            self.assertEqual(h.generate(ENV, m, args + ["--batch", "1"]), h.generate(ENV, m, args + ["-t", "3"]))
+
+
+class Packing(unittest.TestCase):
+    """Builds with packed kernels pack (the G --help names), --no-pack matches the reference too,
+    and the pack cache is written, reused, and rewritten when stale or damaged."""
+
+    def help_g(self):
+        out = h.run([ENV.exe("ml_run"), "--help"])[1]
+        tail = out.split("build:")[-1]
+        return None if "no packed kernels" in tail else tail.split("G=")[1].split()[0]
+
+    def test_packed_and_row_major_both_match_the_reference(self):
+        g = self.help_g()
+        for wtype in ("q8", "q4"):
+            m = h.random_model(ENV, "rand_%s_f32.mlb" % wtype, wtype=wtype)
+            _, _, err = h.run([ENV.exe("ml_run"), m, "--tokens", "1 2 3", "-n", "1", "--temp", "0"])
+            if g:
+                self.assertIn("packed: G=%s" % g, err)
+            else:
+                self.assertIn("row-major", err)
+            ids = ids_for(24)
+            b = h.ref_logits(ENV, m, ids, ENV.path("pk_ref_%s.bin" % wtype))
+            for extra, tag in (([], "packed"), (["--no-pack"], "rowmajor")):
+                a = h.dump_logits(ENV, m, ids, ENV.path("pk_%s_%s.bin" % (tag, wtype)), extra)
+                ok, line = h.compare(ENV, a, b, VOCAB, "--rtol", "1e-3", "--ties", b + ".ties")
+                print(wtype, tag, line)
+                self.assertTrue(ok, line)
+
+    def test_pack_cache(self):
+        g = self.help_g()
+        if not g:
+            print("SKIP: this build has no packed kernels, so no pack cache")
+            return
+        m = ENV.path("cache_model.mlb")
+        h.run([ENV.exe("ml_convert", ref=True), "random", "--dim", "128", "--hidden", "256", "--layers", "2",
+               "--heads", "4", "--kv-heads", "2", "--vocab", "256", "--max-seq", "64", "--seed", "3", "--wtype", "q4",
+               "-o", m])
+        cache = m + ".pk" + g
+        if os.path.exists(cache):
+            os.remove(cache)
+        ids = ids_for(16)
+        args = ["--pack-cache"]
+        base = read(h.dump_logits(ENV, m, ids, ENV.path("pc0.bin"), []))
+        rc, out, err = h.run([ENV.exe("ml_run"), m, "--tokens", " ".join(map(str, ids)), "--dump-logits",
+                              ENV.path("pc1.bin")] + args)
+        self.assertIn("pack cache written", err)
+        self.assertTrue(os.path.exists(cache))
+        rc, out, err = h.run([ENV.exe("ml_run"), m, "--tokens", " ".join(map(str, ids)), "--dump-logits",
+                              ENV.path("pc2.bin")] + args)
+        self.assertIn("from the pack cache", err)
+        self.assertEqual(read(ENV.path("pc1.bin")), base)
+        self.assertEqual(read(ENV.path("pc2.bin")), base)
+        # Damage the cache: it is ignored and rewritten, and the logits do not change.
+        data = bytearray(read(cache))
+        data[len(data) // 2] ^= 0xFF
+        data[600] ^= 0xFF
+        with open(cache, "wb") as f:
+            f.write(data)
+        rc, out, err = h.run([ENV.exe("ml_run"), m, "--tokens", " ".join(map(str, ids)), "--dump-logits",
+                              ENV.path("pc3.bin")] + args)
+        self.assertIn("pack cache written", err)
+        self.assertEqual(read(ENV.path("pc3.bin")), base)
+        # A truncated cache too.
+        with open(cache, "r+b") as f:
+            f.truncate(1000)
+        rc, out, err = h.run([ENV.exe("ml_run"), m, "--tokens", " ".join(map(str, ids)), "--dump-logits",
+                              ENV.path("pc4.bin")] + args)
+        self.assertIn("pack cache written", err)
+        self.assertEqual(read(ENV.path("pc4.bin")), base)
+
+
+GROUPS = {"logits": Logits, "kv": Kv, "real": Real, "story": Story, "cli": Cli, "same-as-scalar": SameAsScalar,
+          "threads-batch": ThreadsBatch, "packing": Packing}
 
 
 def main():

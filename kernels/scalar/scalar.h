@@ -8,6 +8,9 @@
 
 namespace ml::k::scalar {
 inline constexpr const char* isa_name = "scalar";
+// No packed kernels: g = 0 keeps every matrix row-major. An ISA with packed kernels defines its own
+// `pack`, binds the four ML_K_PK_OPS with ML_K_BIND_PK and defines ML_K_PACKED.
+inline constexpr ml_pack_params pack{};
 ML_K_BIND(matvec_q8, scalar)
 ML_K_BIND(matvec_q4, scalar)
 ML_K_BIND(quantize_q8, scalar)

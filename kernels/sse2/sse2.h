@@ -1,5 +1,6 @@
 // The SSE2 ISA (x86-64 baseline): every op where 128-bit SIMD pays; the rest falls back to
 // scalar through `using namespace scalar`. Kernels: kernels/sse2/*.cpp; helpers: x86_common.h.
+// The first ISA of the chain with packed kernels (it defines ML_K_PACKED).
 #pragma once
 #ifndef ML_ENABLE_SSE2
 #error "kernels/sse2/sse2.h included but ML_ENABLE_SSE2 is not set (kernels/isa.cmake)"
@@ -23,4 +24,13 @@ ML_K_BIND(dot_q8, sse2)
 ML_K_BIND(axpy_q8, sse2)
 ML_K_BIND(dot_f16, sse2)
 ML_K_BIND(axpy_f16, sse2)
+// Packed kernels (kernels/sse2/matvec_pk.cpp): G = 4, Q8 stored + 128 (no 8-bit multiply: the
+// bytes are split and go through pmaddwd as unsigned), Q4 nibbles raw, f32 scales.
+inline constexpr ml_pack_params pack{4, 128, 0, false, true};
+ML_K_BIND_PK(matvec_q8_pk, sse2)
+ML_K_BIND_PK(matvec_q4_pk, sse2)
+ML_K_BIND_PK(matmul_q8_pk, sse2)
+ML_K_BIND_PK(matmul_q4_pk, sse2)
 }  // namespace ml::k::sse2
+#undef ML_K_PACKED
+#define ML_K_PACKED 1

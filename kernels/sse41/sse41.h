@@ -12,4 +12,13 @@ inline constexpr const char* isa_name = "sse41";
 ML_K_BIND(matvec_q8, sse41)
 ML_K_BIND(matvec_q4, sse41)
 ML_K_BIND(dot_q8, sse41)
+// Packed kernels (kernels/sse41/matvec_pk.cpp): G = 4 like sse2, but Q8 stays signed (psignb +
+// pmaddubsw), so the layout differs from sse2's and all four packed ops are bound here.
+inline constexpr ml_pack_params pack{4, 0, 0, false, true};
+ML_K_BIND_PK(matvec_q8_pk, sse41)
+ML_K_BIND_PK(matvec_q4_pk, sse41)
+ML_K_BIND_PK(matmul_q8_pk, sse41)
+ML_K_BIND_PK(matmul_q4_pk, sse41)
 }  // namespace ml::k::sse41
+#undef ML_K_PACKED
+#define ML_K_PACKED 1

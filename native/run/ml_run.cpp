@@ -14,7 +14,8 @@ const char* const PROG = "ml_run";
 
 struct options {
   std::string model, tokenizer, prompt, tokens, dump_logits, kv = "f32";
-  int steps = 256, top_k = 0, threads = 1, ctx = 0;
+  int steps = 256, top_k = 0, threads = 1, ctx = 0, batch = 128;
+  bool no_pack = false, pack_cache = false, profile = false;
   float temp = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
   bool seed_given = false;
@@ -26,7 +27,12 @@ int on_token(void* /*user*/, int32_t /*id*/, const char* piece, size_t len, int 
   return 0;
 }
 
-// Feeds the prompt one position at a time and writes each position's logits (float32 rows).
+int write_row(void* user, size_t /*index*/, const float* logits) {
+  auto* w = static_cast<std::pair<FILE*, size_t>*>(user);
+  return std::fwrite(logits, sizeof(float), w->second, w->first) != w->second;
+}
+
+// Feeds the prompt (in batches) and writes each position's logits (float32 rows).
 int dump_logits(ml_engine* e, const std::vector<int32_t>& ids, const std::string& path) {
   const ml_engine_info info = ml_engine_get_info(e);
   if (ids.size() > (size_t)info.ctx)
@@ -38,18 +44,42 @@ int dump_logits(ml_engine* e, const std::vector<int32_t>& ids, const std::string
     return ml::cli::EXIT_FAILURE_;
   }
   ml_error err;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ml_engine_eval(e, &ids[i], 1, (int)i, &err) != ML_OK) {
-      std::fclose(f);
-      return ml::cli::report(PROG, err);
-    }
-    if (std::fwrite(ml_engine_logits(e), sizeof(float), (size_t)info.vocab_size, f) != (size_t)info.vocab_size) {
-      std::fclose(f);
-      return ml::cli::usage_error(PROG, "--dump-logits: write to " + path + " failed");
-    }
+  std::pair<FILE*, size_t> w{f, (size_t)info.vocab_size};
+  if (ml_engine_eval_all(e, ids.data(), ids.size(), 0, write_row, &w, &err) != ML_OK) {
+    std::fclose(f);
+    return ml::cli::report(PROG, err);
   }
-  if (std::fclose(f) != 0) return ml::cli::usage_error(PROG, "--dump-logits: closing " + path + " failed");
+  if (std::ferror(f) || std::fclose(f) != 0) {
+    std::fprintf(stderr, "%s: --dump-logits: writing %s failed\n", PROG, path.c_str());
+    return ml::cli::EXIT_FAILURE_;
+  }
   return ml::cli::EXIT_OK;
+}
+
+// The build's kernels, shown under --help: "build: avx2 kernels, packed G=8".
+std::string build_footer() {
+  return std::string("build: ") + ml_build_isa() + " kernels, " +
+         (ml_build_pack_g() > 0 ? "packed: G=" + std::to_string(ml_build_pack_g()) : std::string("no packed kernels"));
+}
+
+void print_setup(const ml_engine_info& info, const options& o) {
+  std::fprintf(stderr, "%s: %s kernels, threads %d, batch %d, kv %s, ctx %d, %s", PROG, info.isa, info.n_threads,
+               info.batch, o.kv.c_str(), info.ctx, info.packed ? "packed: G=" : "row-major");
+  if (info.packed)
+    std::fprintf(stderr, "%d (%.1f MB%s)", info.pack_g, info.packed_bytes / 1e6,
+                 info.pack_from_cache ? ", from the pack cache" : info.pack_cache_written ? ", pack cache written" : "");
+  std::fprintf(stderr, "\n");
+}
+
+void print_profile(const ml_engine* e) {
+  double sec[6];
+  if (ml_engine_profile(e, sec) != 6) return;
+  static const char* const names[6] = {"qkv", "attention", "wo", "ffn", "classifier", "other"};
+  double total = 0;
+  for (double v : sec) total += v;
+  std::fprintf(stderr, "%s: profile (%.3f s in the forward pass):", PROG, total);
+  for (int i = 0; i < 6; ++i) std::fprintf(stderr, " %s %.1f%%", names[i], total > 0 ? 100.0 * sec[i] / total : 0.0);
+  std::fprintf(stderr, "\n");
 }
 
 int check_values(const options& o) {
@@ -58,7 +88,8 @@ int check_values(const options& o) {
     return ml::cli::usage_error(PROG, "--top-p: must be in (0, 1]");
   if (o.top_k < 0) return ml::cli::usage_error(PROG, "--top-k: must be >= 0");
   if (o.steps < 0) return ml::cli::usage_error(PROG, "-n: must be >= 0");
-  if (o.threads < 1) return ml::cli::usage_error(PROG, "-t: must be >= 1");
+  if (o.threads < 1 || o.threads > 1024) return ml::cli::usage_error(PROG, "-t: must be in 1..1024");
+  if (o.batch < 1 || o.batch > 128) return ml::cli::usage_error(PROG, "--batch: must be in 1..128");
   if (o.ctx < 0) return ml::cli::usage_error(PROG, "--ctx: must be >= 1");
   if (!o.prompt.empty() && !o.tokens.empty()) return ml::cli::usage_error(PROG, "-p and --tokens exclude each other");
   return -1;
@@ -78,10 +109,15 @@ int ml_main(int argc, char** argv) {
   app.add_option("--top-p", o.top_p, "nucleus sampling threshold in (0, 1] (default 0.9; 1 = off)");
   app.add_option("--top-k", o.top_k, "sample from the k most likely tokens (default 0 = off)");
   auto* seed_opt = app.add_option("--seed", o.seed, "random seed (default: from the clock, printed)");
-  app.add_option("-t,--threads", o.threads, "threads (default 1)");
+  app.add_option("-t,--threads", o.threads, "threads (default 1; the caller is one of them)");
+  app.add_option("--batch", o.batch, "prompt tokens per forward step, 1..128 (default 128)");
+  app.add_flag("--no-pack", o.no_pack, "keep the row-major weight layout (no packed kernels)");
+  app.add_flag("--pack-cache", o.pack_cache, "map MODEL.pk<G> with the packed weights, writing it when missing or stale");
+  app.add_flag("--profile", o.profile, "print how the forward pass's time splits across its stages");
   app.add_option("--ctx", o.ctx, "context length (default: the model's max_seq)");
   app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
   app.add_option("--dump-logits", o.dump_logits, "feed the prompt and write each position's logits (float32 rows) to FILE");
+  app.footer(build_footer());
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if (const int rc = check_values(o); rc >= 0) return rc;
   o.seed_given = seed_opt->count() > 0;
@@ -97,10 +133,16 @@ int ml_main(int argc, char** argv) {
   params.tokenizer_path = o.tokenizer.empty() ? nullptr : o.tokenizer.c_str();
   params.ctx = o.ctx;
   params.kv = o.kv == "q8" ? ML_ENGINE_KV_Q8 : o.kv == "f16" ? ML_ENGINE_KV_F16 : ML_ENGINE_KV_F32;
+  params.n_threads = o.threads;
+  params.batch = o.batch;
+  params.no_pack = o.no_pack;
+  params.pack_cache = o.pack_cache;
+  params.profile = o.profile;
   ml_engine* e = nullptr;
   ml_error err;
   if (ml_engine_open(&e, o.model.c_str(), &params, &err) != ML_OK) return ml::cli::report(PROG, err);
   const ml_engine_info info = ml_engine_get_info(e);
+  print_setup(info, o);
 
   int rc = ml::cli::EXIT_OK;
   if (ids.empty()) {  // the prompt text, BOS first
@@ -151,8 +193,9 @@ int ml_main(int argc, char** argv) {
     std::fprintf(stderr, "%s: stopped at the context limit of %d tokens\n", PROG, info.ctx);
   const double gen_tps = st.gen_seconds > 0 ? st.n_generated / st.gen_seconds : 0.0;
   const double pp_tps = st.prompt_seconds > 0 ? st.n_prompt / st.prompt_seconds : 0.0;
-  std::fprintf(stderr, "%s: %s, threads %d, seed %llu; prompt %d tokens (%.1f tok/s), generated %d tokens, %.2f tok/s\n",
-               PROG, info.isa, 1, (unsigned long long)o.seed, st.n_prompt, pp_tps, st.n_generated, gen_tps);
+  std::fprintf(stderr, "%s: seed %llu; prompt %d tokens (%.1f tok/s), generated %d tokens, %.2f tok/s\n", PROG,
+               (unsigned long long)o.seed, st.n_prompt, pp_tps, st.n_generated, gen_tps);
+  if (o.profile) print_profile(e);
   ml_engine_close(e);
   return rc;
 }

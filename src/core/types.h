@@ -26,9 +26,10 @@ struct ml_qtensor {
   int rows = 0;
   int cols = 0;
   int d_f16 = 0;            // 1: d holds uint16_t halves
-  // Packed copy (issue "packed weights"); null when the matrix is row-major only.
+  // Packed copy (core/pack.h); null when the matrix is row-major only.
   const void* pq = nullptr;
   const void* pd = nullptr;
+  int pd_f16 = 0;           // 1: pd holds uint16_t halves
 };
 
 // Scale of block i (row * cols/32 + block).

@@ -5,9 +5,12 @@
 #include <new>
 
 #include "core/file.h"
+#include "core/threads.h"
+#include "ops/matvec.h"
 #include "kernels/bind.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/pack.h"
 #include "model/sampler.h"
 #include "model/state.h"
 #include "model/tokenizer/llama2c.h"
@@ -16,6 +19,8 @@
 struct ml_engine {
   ml_model model;
   ml_state state;
+  ml_pool* pool = nullptr;
+  ml_pack_info pack;
   ml_tokenizer* tok = nullptr;
   void* sampler_scratch = nullptr;
 };
@@ -51,20 +56,37 @@ ml_status load_tokenizer(ml_engine* e, const ml_engine_params* p, ml_error* err)
   return ml_tokenizer_set_special(e->tok, c.bos_id, c.eos_id, err);
 }
 
-ml_status finish_open(ml_engine* e, const ml_engine_params* p, ml_error* err) {
+ml_status finish_open(ml_engine* e, const char* model_path, const ml_engine_params* p, ml_error* err) {
   const ml_config& c = e->model.cfg;
-  const int ctx = p && p->ctx > 0 ? p->ctx : c.max_seq;
-  const int kv = p ? p->kv : ML_ENGINE_KV_F32;
-  if (p && p->ctx < 0) return ml_fail(err, ML_E_ARG, "context length %d is negative", p->ctx);
-  ML_TRY(ml_state_init(&e->state, &e->model, ctx, (ml_kv_type)kv, err));
+  const ml_engine_params none{};
+  if (!p) p = &none;
+  if (p->ctx < 0) return ml_fail(err, ML_E_ARG, "context length %d is negative", p->ctx);
+  if (p->n_threads < 0) return ml_fail(err, ML_E_ARG, "thread count %d is negative", p->n_threads);
+  ml_state_params sp;
+  sp.ctx = p->ctx > 0 ? p->ctx : c.max_seq;
+  sp.kv = (ml_kv_type)p->kv;
+  sp.batch = p->batch > 0 ? p->batch : ML_MAX_BATCH;
+  sp.n_threads = p->n_threads > 0 ? p->n_threads : 1;
+  ML_TRY(ml_state_init(&e->state, &e->model, &sp, err));
+  ML_TRY(ml_pool_create(&e->pool, sp.n_threads, err));
+  e->state.exec.pool = e->pool;
+  e->state.profile = p->profile != 0;
+  if (!p->no_pack) {
+    const ml_pack_params pp = ml_op_pack_params();
+    char cache[4096];
+    const bool use_cache = p->pack_cache && model_path && pp.g > 0;
+    if (use_cache) ml_pack_cache_path(model_path, pp.g, cache, sizeof cache);
+    ML_TRY(ml_model_pack(&e->model, &pp, use_cache ? cache : nullptr, &e->pack, err));
+  }
   ML_TRY(load_tokenizer(e, p, err));
   e->sampler_scratch = std::malloc(ml_sampler_scratch_bytes(c.vocab_size));
   if (!e->sampler_scratch) return ml_fail(err, ML_E_NOMEM, "cannot allocate the sampler's scratch");
   return ML_OK;
 }
 
-ml_status open_common(ml_engine** out, const ml_engine_params* p, ml_error* err, ml_engine* e, ml_status loaded) {
-  if (loaded == ML_OK) loaded = finish_open(e, p, err);
+ml_status open_common(ml_engine** out, const char* path, const ml_engine_params* p, ml_error* err, ml_engine* e,
+                      ml_status loaded) {
+  if (loaded == ML_OK) loaded = finish_open(e, path, p, err);
   if (loaded != ML_OK) {
     ml_engine_close(e);
     return loaded;
@@ -77,6 +99,9 @@ ml_status open_common(ml_engine** out, const ml_engine_params* p, ml_error* err,
 
 extern "C" {
 
+const char* ml_build_isa(void) { return ml::k::build_isa; }
+int ml_build_pack_g(void) { return ml_op_pack_params().g; }
+
 ml_status ml_engine_open(ml_engine** out, const char* model_path, const ml_engine_params* p, ml_error* err) {
   *out = nullptr;
   ml_engine* e = new (std::nothrow) ml_engine;
@@ -87,7 +112,7 @@ ml_status ml_engine_open(ml_engine** out, const char* model_path, const ml_engin
     std::memcpy(msg, err->msg, sizeof msg);
     ml_fail(err, s, "%s: %s", model_path, msg);
   }
-  return open_common(out, p, err, e, s);
+  return open_common(out, model_path, p, err, e, s);
 }
 
 ml_status ml_engine_open_memory(ml_engine** out, const void* data, size_t size, const ml_engine_params* p,
@@ -95,13 +120,14 @@ ml_status ml_engine_open_memory(ml_engine** out, const void* data, size_t size, 
   *out = nullptr;
   ml_engine* e = new (std::nothrow) ml_engine;
   if (!e) return ml_fail(err, ML_E_NOMEM, "cannot allocate the engine");
-  return open_common(out, p, err, e, ml_model_load_memory(&e->model, data, size, err));
+  return open_common(out, nullptr, p, err, e, ml_model_load_memory(&e->model, data, size, err));
 }
 
 void ml_engine_close(ml_engine* e) {
   if (!e) return;
   std::free(e->sampler_scratch);
   if (e->tok) ml_tokenizer_free(e->tok);
+  ml_pool_destroy(e->pool);
   ml_state_free(&e->state);
   ml_model_free(&e->model);
   delete e;
@@ -111,7 +137,7 @@ ml_engine_info ml_engine_get_info(const ml_engine* e) {
   const ml_config& c = e->model.cfg;
   ml_engine_info i{};
   i.vocab_size = c.vocab_size;
-  i.ctx = e->state.ctx;
+  i.ctx = e->state.p.ctx;
   i.max_seq = c.max_seq;
   i.dim = c.dim;
   i.hidden_dim = c.hidden_dim;
@@ -125,6 +151,13 @@ ml_engine_info ml_engine_get_info(const ml_engine* e) {
   i.has_tokenizer = e->tok != nullptr;
   i.isa = ml::k::build_isa;
   i.state_bytes = e->state.arena.cap;
+  i.n_threads = e->state.p.n_threads;
+  i.batch = e->state.p.batch;
+  i.packed = e->pack.packed;
+  i.pack_g = e->pack.g;
+  i.pack_from_cache = e->pack.from_cache;
+  i.pack_cache_written = e->pack.cache_written;
+  i.packed_bytes = e->pack.bytes;
   return i;
 }
 
@@ -140,16 +173,49 @@ const char* ml_engine_piece(const ml_engine* e, int32_t prev, int32_t id, size_t
   return e->tok ? ml_tokenizer_piece(e->tok, prev, id, len) : nullptr;
 }
 
-ml_status ml_engine_eval(ml_engine* e, const int32_t* ids, size_t n, int pos, ml_error* err) {
+namespace {
+
+ml_status check_span(const ml_engine* e, const int32_t* ids, size_t n, int pos, ml_error* err) {
   const ml_config& c = e->model.cfg;
-  if (pos < 0 || n > (size_t)e->state.ctx || (size_t)pos > (size_t)e->state.ctx - n)
-    return ml_fail(err, ML_E_ARG, "%zu tokens at position %d do not fit the context of %d", n, pos, e->state.ctx);
+  const int ctx = e->state.p.ctx;
+  if (pos < 0 || n > (size_t)ctx || (size_t)pos > (size_t)ctx - n)
+    return ml_fail(err, ML_E_ARG, "%zu tokens at position %d do not fit the context of %d", n, pos, ctx);
   for (size_t i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= c.vocab_size)
       return ml_fail(err, ML_E_ARG, "token id %d at index %zu is outside the vocabulary 0..%d", ids[i], i,
                      c.vocab_size - 1);
-  for (size_t i = 0; i < n; ++i) ml_forward(&e->model, &e->state, ids[i], pos + (int)i, i + 1 == n);
   return ML_OK;
+}
+
+}  // namespace
+
+ml_status ml_engine_eval(ml_engine* e, const int32_t* ids, size_t n, int pos, ml_error* err) {
+  ML_TRY(check_span(e, ids, n, pos, err));
+  const size_t B = (size_t)e->state.p.batch;
+  for (size_t i = 0; i < n; i += B) {
+    const size_t len = n - i < B ? n - i : B;
+    ml_forward(&e->model, &e->state, ids + i, (int)len, pos + (int)i, i + len == n ? ML_LOGITS_LAST : ML_LOGITS_NONE);
+  }
+  return ML_OK;
+}
+
+ml_status ml_engine_eval_all(ml_engine* e, const int32_t* ids, size_t n, int pos, ml_logits_cb cb, void* user,
+                             ml_error* err) {
+  ML_TRY(check_span(e, ids, n, pos, err));
+  const size_t B = (size_t)e->state.p.batch, V = (size_t)e->model.cfg.vocab_size;
+  for (size_t i = 0; i < n; i += B) {
+    const size_t len = n - i < B ? n - i : B;
+    ml_forward(&e->model, &e->state, ids + i, (int)len, pos + (int)i, ML_LOGITS_ALL);
+    for (size_t t = 0; t < len; ++t)
+      if (cb(user, i + t, e->state.logits + t * V)) return ML_OK;
+  }
+  return ML_OK;
+}
+
+int ml_engine_profile(const ml_engine* e, double seconds[6]) {
+  if (!e->state.profile) return 0;
+  for (int i = 0; i < ML_STAGE_COUNT; ++i) seconds[i] = e->state.stage_seconds[i];
+  return ML_STAGE_COUNT;
 }
 
 const float* ml_engine_logits(const ml_engine* e) { return e->state.logits; }
@@ -160,17 +226,16 @@ ml_status ml_engine_generate(ml_engine* e, const int32_t* prompt, size_t n_promp
   st.stop_reason = ML_STOP_LENGTH;
   if (n_prompt == 0) return ml_fail(err, ML_E_ARG, "the prompt is empty: it needs at least one token (BOS)");
   if (p->max_tokens < 0) return ml_fail(err, ML_E_ARG, "max_tokens %d is negative", p->max_tokens);
-  if (n_prompt > (size_t)e->state.ctx)
-    return ml_fail(err, ML_E_ARG, "the prompt has %zu tokens, more than the context of %d", n_prompt, e->state.ctx);
+  if (n_prompt > (size_t)e->state.p.ctx)
+    return ml_fail(err, ML_E_ARG, "the prompt has %zu tokens, more than the context of %d", n_prompt, e->state.p.ctx);
   ml_sampler sampler;
   ML_TRY(ml_sampler_init(&sampler, e->model.cfg.vocab_size, p->temperature, p->top_p, p->top_k, p->seed,
                          e->sampler_scratch, err));
 
-  // The prompt: each token's piece is reported as it is fed.
+  // The prompt: every token's piece is reported, then the prompt is fed in batches.
   const double t0 = now_seconds();
   int32_t prev = -1;
   for (size_t i = 0; i < n_prompt; ++i) {
-    ML_TRY(ml_engine_eval(e, prompt + i, 1, (int)i, err));
     size_t len = 0;
     const char* piece = visible_piece(e, prev, prompt[i], &len);
     if (cb && cb(user, prompt[i], piece, len, 0)) {
@@ -179,6 +244,7 @@ ml_status ml_engine_generate(ml_engine* e, const int32_t* prompt, size_t n_promp
     }
     prev = prompt[i];
   }
+  if (st.stop_reason == ML_STOP_LENGTH) ML_TRY(ml_engine_eval(e, prompt, n_prompt, 0, err));
   st.n_prompt = (int)n_prompt;
   const double t1 = now_seconds();
   st.prompt_seconds = t1 - t0;
@@ -199,7 +265,7 @@ ml_status ml_engine_generate(ml_engine* e, const int32_t* prompt, size_t n_promp
     }
     prev = next;
     if (st.n_generated == p->max_tokens) break;
-    if (pos >= e->state.ctx) {
+    if (pos >= e->state.p.ctx) {
       st.stop_reason = ML_STOP_CONTEXT;
       break;
     }

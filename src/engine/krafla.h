@@ -19,6 +19,11 @@ struct ml_engine_params {
   const char* tokenizer_path;  // llama2.c tokenizer.bin replacing the model's own; may be null
   int ctx;                     // context length; 0 = the model's max_seq
   int kv;                      // ml_kv_kind
+  int n_threads;               // 0 or 1 = the caller alone
+  int batch;                   // prompt tokens per forward step, 1..128; 0 = 128
+  int no_pack;                 // keep the row-major layout even when the build has packed kernels
+  int pack_cache;              // map (or write) MODEL.pk<G> instead of packing at every load
+  int profile;                 // time the stages of the forward pass (ml_engine_profile)
 };
 
 struct ml_engine_info {
@@ -29,7 +34,16 @@ struct ml_engine_info {
   int has_tokenizer;  // 0 when neither the model nor params carry one
   const char* isa;    // the build's kernel ISA ("scalar", "avx2", ...)
   size_t state_bytes; // the arena: activations, KV cache, RoPE tables, logits
+  int n_threads, batch;
+  int packed;         // 1: the weights run on packed kernels
+  int pack_g;         // their row group (0 when row-major)
+  int pack_from_cache, pack_cache_written;
+  size_t packed_bytes;
 };
+
+// The build's kernel ISA and pack group (0: no packed kernels), without opening a model.
+const char* ml_build_isa(void);
+int ml_build_pack_g(void);
 
 ml_status ml_engine_open(ml_engine** out, const char* model_path, const ml_engine_params* params, ml_error* err);
 // The model bytes stay owned by the caller and must outlive the engine.
@@ -49,6 +63,16 @@ const char* ml_engine_piece(const ml_engine* e, int32_t prev, int32_t id, size_t
 ml_status ml_engine_eval(ml_engine* e, const int32_t* ids, size_t n, int pos, ml_error* err);
 // The logits (vocab_size floats) of the last evaluated position.
 const float* ml_engine_logits(const ml_engine* e);
+
+// Like ml_engine_eval, but computes the logits of every position and calls cb(user, i, logits)
+// for each, in order (prompt scoring, --dump-logits). Batched like any prompt.
+typedef int (*ml_logits_cb)(void* user, size_t index, const float* logits);
+ml_status ml_engine_eval_all(ml_engine* e, const int32_t* ids, size_t n, int pos, ml_logits_cb cb, void* user,
+                             ml_error* err);
+
+// Seconds spent per stage since the engine opened (params.profile): qkv, attention, wo, ffn,
+// classifier, other. Returns the number of stages written (6), or 0 when profiling is off.
+int ml_engine_profile(const ml_engine* e, double seconds[6]);
 
 struct ml_gen_params {
   int max_tokens;      // tokens to generate

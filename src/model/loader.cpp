@@ -145,6 +145,8 @@ ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_er
 
 void ml_model_free(ml_model* m) {
   std::free(m->layers);
+  std::free(m->packed_mem);
+  ml_file_close(&m->pack_file);
   ml_file_close(&m->file);
   *m = ml_model{};
 }

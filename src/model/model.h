@@ -39,6 +39,9 @@ struct ml_model {
   ml_qtensor output;  // == tok_embd when tied
   const float* output_norm = nullptr;
   ml_layer* layers = nullptr;  // cfg.n_layers entries
+  // Packed copies (model/pack.h): heap memory, or a mapped pack cache.
+  void* packed_mem = nullptr;
+  ml_file pack_file;
 };
 
 // Opens, maps and validates path.

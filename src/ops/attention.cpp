@@ -39,45 +39,100 @@ void ml_op_kv_store(const ml_kv_layer* L, const ml_attn_shape* s, int pos, const
   }
 }
 
-void ml_op_attention(float* out, const float* q, const ml_kv_layer* L, const ml_attn_shape* s, int n_pos,
-                     float* scores, int8_t* qq) {
-  const int hd = s->head_dim;
-  const int group = s->n_heads / s->n_kv_heads;
-  const size_t kv_dim = (size_t)s->n_kv_heads * hd;
+namespace {
+
+struct attn_task {
+  float* out;
+  int ldo;
+  const float* q;
+  int ldq;
+  int n_tokens, pos0, ctx;
+  const ml_kv_layer* L;
+  const ml_attn_shape* s;
+  const ml_attn_scratch* scratch;
+};
+
+// One token's heads of one KV group over positions [0, n_pos): scores block by block, softmax per
+// head, then the V sum block by block, each block shared by the group's heads.
+void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t* qq, float* qd) {
+  const ml_attn_shape& s = *t.s;
+  const int hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
+  const int n_pos = t.pos0 + tok + 1;
+  const size_t kv_dim = (size_t)s.n_kv_heads * hd;
   const float inv_sqrt = 1.0f / std::sqrt((float)hd);
-  for (int h = 0; h < s->n_heads; ++h) {
-    const float* qh = q + (size_t)h * hd;
-    float* oh = out + (size_t)h * hd;
-    const size_t kvh = (size_t)(h / group);
-    switch (s->kv) {
-      case ML_KV_F32:
-        k::dot_f32(scores, qh, static_cast<const float*>(L->k) + kvh * hd, kv_dim, n_pos, hd);
-        break;
-      case ML_KV_F16:
-        k::dot_f16(scores, qh, static_cast<const uint16_t*>(L->k) + kvh * hd, kv_dim, n_pos, hd);
-        break;
-      case ML_KV_Q8: {
-        float qd;
-        ml_quantize_row_q8_ref(qq, &qd, qh, hd);
-        k::dot_q8(scores, qq, qd, static_cast<const int8_t*>(L->k) + kvh * hd, L->k_scale + kvh, kv_dim,
-                  s->n_kv_heads, n_pos, hd);
-        break;
+  const float* q = t.q + (size_t)tok * t.ldq + (size_t)kvh * group * hd;
+  float* out = t.out + (size_t)tok * t.ldo + (size_t)kvh * group * hd;
+  const size_t kv0 = (size_t)kvh * hd;
+  if (s.kv == ML_KV_Q8)
+    for (int g = 0; g < group; ++g) ml_quantize_row_q8_ref(qq + (size_t)g * hd, qd + g, q + (size_t)g * hd, hd);
+
+  for (int j0 = 0; j0 < n_pos; j0 += ML_ATTN_BLOCK) {
+    const int len = n_pos - j0 < ML_ATTN_BLOCK ? n_pos - j0 : ML_ATTN_BLOCK;
+    for (int g = 0; g < group; ++g) {
+      float* sc = scores + (size_t)g * t.ctx + j0;
+      switch (s.kv) {
+        case ML_KV_F32:
+          k::dot_f32(sc, q + (size_t)g * hd, static_cast<const float*>(t.L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          break;
+        case ML_KV_F16:
+          k::dot_f16(sc, q + (size_t)g * hd, static_cast<const uint16_t*>(t.L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          break;
+        case ML_KV_Q8:
+          k::dot_q8(sc, qq + (size_t)g * hd, qd[g], static_cast<const int8_t*>(t.L->k) + j0 * kv_dim + kv0,
+                    t.L->k_scale + (size_t)j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
+          break;
       }
     }
-    for (int j = 0; j < n_pos; ++j) scores[j] *= inv_sqrt;
-    k::softmax(scores, n_pos);
-    std::memset(oh, 0, (size_t)hd * sizeof(float));
-    switch (s->kv) {
-      case ML_KV_F32:
-        k::axpy_f32(oh, scores, static_cast<const float*>(L->v) + kvh * hd, kv_dim, n_pos, hd);
-        break;
-      case ML_KV_F16:
-        k::axpy_f16(oh, scores, static_cast<const uint16_t*>(L->v) + kvh * hd, kv_dim, n_pos, hd);
-        break;
-      case ML_KV_Q8:
-        k::axpy_q8(oh, scores, static_cast<const int8_t*>(L->v) + kvh * hd, L->v_scale + kvh, kv_dim, s->n_kv_heads,
-                   n_pos, hd);
-        break;
+  }
+  for (int g = 0; g < group; ++g) {
+    float* sc = scores + (size_t)g * t.ctx;
+    for (int j = 0; j < n_pos; ++j) sc[j] *= inv_sqrt;
+    k::softmax(sc, n_pos);
+    std::memset(out + (size_t)g * hd, 0, (size_t)hd * sizeof(float));
+  }
+  for (int j0 = 0; j0 < n_pos; j0 += ML_ATTN_BLOCK) {
+    const int len = n_pos - j0 < ML_ATTN_BLOCK ? n_pos - j0 : ML_ATTN_BLOCK;
+    for (int g = 0; g < group; ++g) {
+      const float* w = scores + (size_t)g * t.ctx + j0;
+      float* o = out + (size_t)g * hd;
+      switch (s.kv) {
+        case ML_KV_F32:
+          k::axpy_f32(o, w, static_cast<const float*>(t.L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          break;
+        case ML_KV_F16:
+          k::axpy_f16(o, w, static_cast<const uint16_t*>(t.L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          break;
+        case ML_KV_Q8:
+          k::axpy_q8(o, w, static_cast<const int8_t*>(t.L->v) + j0 * kv_dim + kv0,
+                     t.L->v_scale + (size_t)j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
+          break;
+      }
     }
   }
+}
+
+// Work items are (token, KV head) pairs, split into contiguous ranges per thread.
+void attention_worker(void* ctx, int thread, int n_threads) {
+  const attn_task& t = *static_cast<const attn_task*>(ctx);
+  const int n_items = t.n_tokens * t.s->n_kv_heads;
+  const int per = (n_items + n_threads - 1) / n_threads;
+  const int group = t.s->n_heads / t.s->n_kv_heads;
+  float* scores = t.scratch->scores + (size_t)thread * group * t.ctx;
+  int8_t* qq = t.scratch->qq + (size_t)thread * group * t.s->head_dim;
+  float* qd = t.scratch->qd + (size_t)thread * group;
+  for (int item = thread * per; item < n_items && item < (thread + 1) * per; ++item)
+    group_attention(t, item / t.s->n_kv_heads, item % t.s->n_kv_heads, scores, qq, qd);
+}
+
+}  // namespace
+
+void ml_op_attention(const ml_exec* ex, float* out, int ldo, const float* q, int ldq, int n_tokens, int pos0,
+                     const ml_kv_layer* L, const ml_attn_shape* s, int ctx, const ml_attn_scratch* scratch) {
+  attn_task t{out, ldo, q, ldq, n_tokens, pos0, ctx, L, s, scratch};
+  ml_pool* pool = ex ? ex->pool : nullptr;
+  const double macs = 2.0 * n_tokens * s->n_heads * (double)(pos0 + n_tokens) * s->head_dim;
+  if (ml_pool_size(pool) == 1 || macs < ML_PARALLEL_MIN_MACS)
+    attention_worker(&t, 0, 1);
+  else
+    ml_pool_run(pool, attention_worker, &t);
 }

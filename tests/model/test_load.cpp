@@ -164,7 +164,9 @@ TEST_CASE("load: sizes that overflow", "[load]") {
   m.cfg.n_kv_heads = 4096;
   m.cfg.kv_dim = 4096 * 4096;
   size_t need = 0;
-  CHECK(ml_state_bytes(&m, 1 << 30, ML_KV_F32, &need, &err) == ML_E_NOMEM);
+  ml_state_params sp;
+  sp.ctx = 1 << 30;
+  CHECK(ml_state_bytes(&m, &sp, &need, &err) == ML_E_NOMEM);
   CHECK_THAT(std::string(err.msg), Catch::Contains("overflow"));
   ml_model_free(&m);
 }
@@ -220,7 +222,9 @@ TEST_CASE("load: a KV cache larger than 4 GB is sized without overflow", "[load]
   ml_error err;
   REQUIRE(ml_model_load_memory(&m, b.data(), b.size(), &err) == ML_OK);
   size_t need = 0;
-  const ml_status st = ml_state_bytes(&m, (int)s.max_seq, ML_KV_F32, &need, &err);
+  ml_state_params sp;
+  sp.ctx = (int)s.max_seq;
+  const ml_status st = ml_state_bytes(&m, &sp, &need, &err);
   if (sizeof(size_t) == 4) {
     CHECK(st == ML_E_NOMEM);  // 32-bit targets: refuse, never wrap around
   } else {

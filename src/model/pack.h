@@ -1,0 +1,29 @@
+// Packing a loaded model's weight matrices into the build's row-interleaved layout (core/pack.h),
+// and the pack cache that saves the packed arrays next to the model for later runs.
+// Every matrix but the embedding is packed (a tied classifier gets its own packed copy). Matrices
+// are packed one at a time and each original's mapped pages are released as soon as its copy is
+// written, so resident memory stays near the model's size plus one matrix.
+#pragma once
+#include <cstddef>
+
+#include "core/pack.h"
+#include "core/status.h"
+#include "model/model.h"
+
+struct ml_pack_info {
+  bool packed = false;       // the model runs on packed kernels
+  bool from_cache = false;   // the packed arrays were mapped from a pack cache
+  bool cache_written = false;
+  int g = 0;                 // the pack group
+  size_t bytes = 0;          // packed quants + scales
+};
+
+// Packs m with p (p->g == 0: nothing to do). cache_path: null for no cache; else a matching
+// cache is mapped instead of packing, and a missing, mismatched or damaged one is rewritten
+// (atomically: a temporary file renamed into place). A cache that cannot be written is not an
+// error: the model still runs, packed in memory.
+ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pack_info* info,
+                        ml_error* err);
+
+// The cache file the engine uses for a model: MODEL.pk<G>.
+void ml_pack_cache_path(const char* model_path, int g, char* out, size_t cap);

@@ -1,0 +1,13 @@
+// How ops run: the thread pool they may split work across. A null pool runs everything on the
+// caller. Ops split work in a fixed way (row ranges in multiples of the pack group, attention by
+// head), and every output element is computed by exactly one thread with the same kernel, so
+// results are bit-identical for any thread count.
+#pragma once
+#include "core/threads.h"
+
+struct ml_exec {
+  ml_pool* pool = nullptr;
+};
+
+// Ops below this many multiply-adds run on the caller alone: waking workers costs more.
+inline constexpr double ML_PARALLEL_MIN_MACS = 262144.0;  // 2^18
