@@ -10,11 +10,12 @@
 // nibbles (0..15) are used raw as the unsigned operand, and the -8 offset is applied in int32 as
 // 8 * sum(x) per lane, computed once per activation block: sum((n - 8) * x) == sum(n * x) - 8 * sum(x).
 #pragma once
-// GCC 12 warns -Wmaybe-uninitialized inside AVX-512 intrinsics that merge into an
-// _mm512_undefined_*() source (GCC PR105593, fixed in 12.3/13); the warning points into the
-// header, so it is silenced for the header's own lines only.
+// GCC 12 warns -W(maybe-)uninitialized inside AVX-512 intrinsics that merge into an
+// _mm512_undefined_*() source, even _mm512_castsi512_si256 (GCC PR105593, fixed in 12.3/13).
+// The warning points into the intrinsics header, so it is silenced for that header's lines only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
@@ -34,11 +35,19 @@ static inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-static inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+static inline int32_t hsum_i32(__m128i s) {
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
   return _mm_cvtsi128_si32(s);
+}
+static inline int32_t hsum_i32(__m256i v) {
+  return hsum_i32(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+// The exact int32 sums of four rows' lanes as {sum(a), sum(b), sum(c), sum(d)}.
+static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
 // The horizontal sums of four accumulators as one vector {hsum(a), hsum(b), hsum(c), hsum(d)}.
@@ -115,6 +124,33 @@ static inline float wscale(const void* d, size_t i) {
     return static_cast<const float*>(d)[i];
 }
 
+// The block scales d_w * d_x of four rows for up to 8 consecutive blocks, transposed for the
+// 4-row matvecs: rows k < 4 start at d + i + k * stride (their scales for blocks b..b+n-1, n <= 8),
+// dx at the activation's scale of block b. out[j] = {d_w * d_x of rows 0-3, block b + 2j |
+// the same for block b + 2j + 1}; blocks past n are 0 and nothing past them is read. Each product
+// is the same float multiply as scalar code's dw * dx. One load per row instead of one per block.
+template <bool F16>
+static inline void wscale_4x8(__m256 out[4], const void* d, size_t i, size_t stride, const float* dx, int n) {
+  __m256 m[4];
+  const __m256 vdx = load_f32_n(dx, n);
+  for (int k = 0; k < 4; ++k) {
+    if constexpr (F16)
+      m[k] = load_f16_n(static_cast<const uint16_t*>(d) + i + (size_t)k * stride, n);
+    else
+      m[k] = load_f32_n(static_cast<const float*>(d) + i + (size_t)k * stride, n);
+    m[k] = _mm256_mul_ps(m[k], vdx);
+  }
+  // 4 x 8 transpose: u_c holds rows 0-3 of blocks c (low lane) and c + 4 (high lane).
+  const __m256 t0 = _mm256_unpacklo_ps(m[0], m[1]), t1 = _mm256_unpackhi_ps(m[0], m[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(m[2], m[3]), t3 = _mm256_unpackhi_ps(m[2], m[3]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  out[0] = _mm256_permute2f128_ps(u0, u1, 0x20);
+  out[1] = _mm256_permute2f128_ps(u2, u3, 0x20);
+  out[2] = _mm256_permute2f128_ps(u0, u1, 0x31);
+  out[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
+}
+
 // ---- Q8 / Q4 block dots, 256-bit -------------------------------------------------------------
 // Eight int32 lanes whose sum is the exact dot of 32 quants: pmaddubsw(|x|, sign(w, x)), then
 // pmaddwd with ones (avx2, sse41 idiom). ax = |x| is computed once per activation block.
@@ -131,10 +167,10 @@ static inline __m256i dotu32_maddubs(__m256i u, __m256i x) {
 
 // A Q4 block's 16 bytes as 32 unsigned nibbles in value order: byte j's low nibble is value j
 // (low 128 bits), its high nibble value j + 16 (high 128 bits).
+// (vbroadcasti128 is a plain load; one variable shift moves the high lane's nibbles down.)
 static inline __m256i unpack_q4(const uint8_t* p) {
-  const __m128i b = loadu128(p);
-  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
-  return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+  const __m256i v = _mm256_broadcastsi128_si256(loadu128(p));
+  return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 // ---- exp (Cephes expf) -----------------------------------------------------------------------
@@ -165,57 +201,52 @@ static inline __m256 exp256(__m256 x) {
 // ---- AVX-512 (avx512vnni build only) ---------------------------------------------------------
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 
-// 64 quants = two blocks: sixteen int32 lanes, lanes 0-7 block one, 8-15 block two. There is no
-// 512-bit psignb: w is negated where x < 0 (xneg, one mask bit per byte), and |x| is unsigned.
+// 64 quants = two blocks: sixteen int32 lanes. There is no 512-bit psignb: w is negated where
+// x < 0 (xneg, one mask bit per byte), and |x| is the unsigned operand.
 static inline __m512i dot64_vnni(__m512i acc, __m512i ax, __mmask64 xneg, __m512i w) {
   const __m512i sw = _mm512_mask_sub_epi8(w, xneg, _mm512_setzero_si512(), w);
   return _mm512_dpbusd_epi32(acc, ax, sw);
 }
 
-// Two consecutive Q4 blocks (32 bytes) as 64 unsigned nibbles in value order:
-// [blk0 lo | blk0 hi | blk1 lo | blk1 hi], one 128-bit lane each.
-static inline __m512i unpack_q4x2(const uint8_t* p) {
-  const __m512i v = _mm512_castsi256_si512(loadu256(p));
-  const __m512i dup = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), v);
-  const __m512i sh = _mm512_srlv_epi64(dup, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
-  return _mm512_and_si512(sh, _mm512_set1_epi8(0x0F));
-}
-
-// As unpack_q4x2 for a single block: the upper 256 bits are zero.
-static inline __m512i unpack_q4x1(const uint8_t* p) {
-  return _mm512_zextsi256_si512(unpack_q4(p));
-}
-
-// Scales i and i + 1 spread as {s_i x 8, s_i+1 x 8}. ONE (a lone last block) reads only s_i and
-// leaves the upper lanes 0.
-template <bool F16, bool ONE>
-static inline __m512 wscale2(const void* d, size_t i) {
-  __m128 s;
-  if constexpr (F16) {
-    const uint16_t* h = static_cast<const uint16_t*>(d) + i;
-    uint32_t v = h[0];
-    if constexpr (!ONE) v |= (uint32_t)h[1] << 16;
-    s = _mm_cvtph_ps(_mm_cvtsi32_si128((int)v));
-  } else {
-    const float* f = static_cast<const float*>(d) + i;
-    s = ONE ? _mm_load_ss(f) : _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f)));
-  }
-  const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(s));
-}
+// The 256-bit halves of a 512-bit vector, and their sum.
+static inline __m256i lo256(__m512i v) { return _mm512_castsi512_si256(v); }
+static inline __m256i hi256(__m512i v) { return _mm512_extracti64x4_epi64(v, 1); }
+static inline __m256 lo256(__m512 v) { return _mm512_castps512_ps256(v); }
+static inline __m256 hi256(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+static inline __m256i fold512(__m512i v) { return _mm256_add_epi32(lo256(v), hi256(v)); }
 
 // Byte mask of the first m (0..64) bytes.
 static inline __mmask64 mask64(int m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1); }
 
-// The 256-bit halves of a 512-bit vector. GCC 12 builds even _mm512_cast*512_*256 from an
-// extract with an _mm256_undefined_* source and then warns -Wmaybe-uninitialized about it; the
-// zero-masked extracts (all lanes kept) are the same instruction without that source.
-static inline __m256 lo256(__m512 v) { return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), 0)); }
-static inline __m256 hi256(__m512 v) { return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), 1)); }
-static inline __m256i lo256(__m512i v) { return _mm512_maskz_extracti64x4_epi64(0xFF, v, 0); }
-static inline __m256i hi256(__m512i v) { return _mm512_maskz_extracti64x4_epi64(0xFF, v, 1); }
-static inline __m256 fold512(__m512 v) { return _mm256_add_ps(lo256(v), hi256(v)); }
-static inline __m256i fold512(__m512i v) { return _mm256_add_epi32(lo256(v), hi256(v)); }
+// Two blocks in the "Q4 order" of 128-bit lanes {blk0 values 0-15 | blk1 0-15 | blk0 16-31 |
+// blk1 16-31}: Q4 weights unpack to it cheaply (below), and the activation pair is permuted to
+// it once for all rows. hsum4x2_i32<true> reads block sums from it.
+static inline __m512i q4_order(__m512i x) {
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7), x);
+}
+
+// Two consecutive Q4 blocks (32 bytes) as 64 unsigned nibbles in Q4 order: a broadcast load (no
+// ALU work), one variable shift for the high nibbles, one and. ONE: a lone block (16 bytes),
+// its lanes 1 and 3 then hold copies that the zero activation lanes cancel.
+template <bool ONE>
+static inline __m512i unpack_q4x2(const uint8_t* p) {
+  const __m512i v = ONE ? _mm512_broadcast_i32x4(loadu128(p)) : _mm512_broadcast_i64x4(loadu256(p));
+  const __m512i sh = _mm512_srlv_epi64(v, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm512_and_si512(sh, _mm512_set1_epi8(0x0F));
+}
+
+// The exact block sums of four rows over two blocks. v_k holds row k's lanes: lanes 0-7 block i
+// and 8-15 block i + 1, or in Q4 order (Q4ORDER). Returns {rows 0-3 of block i | rows 0-3 of
+// block i + 1}.
+template <bool Q4ORDER>
+static inline __m256i hsum4x2_i32(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+  const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+  const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+  // each 128-bit lane: {row 0, row 1, row 2, row 3} over that lane's quarter-block
+  __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+  if constexpr (!Q4ORDER) q = q4_order(q);  // quarters {b0, b0, b1, b1} -> {b0, b1, b0, b1}
+  return fold512(q);
+}
 
 #endif
 

@@ -22,7 +22,8 @@ inline void dot_q8_rows(float* s, const int8_t* q, float qd, const int8_t* K, co
     const __m512i aq = _mm512_abs_epi8(qv);
     const __mmask64 neg = _mm512_movepi8_mask(qv);
 #pragma GCC unroll 4
-    for (int k = 0; k < R; ++k) acc[k] = dot64_vnni(acc[k], aq, neg, _mm512_maskz_loadu_epi8(m, K + (size_t)k * ks + i));
+    for (int k = 0; k < R; ++k)
+      acc[k] = dot64_vnni(acc[k], aq, neg, _mm512_maskz_loadu_epi8(m, K + (size_t)k * ks + i));
   }
   for (int k = 0; k < R; ++k) s[k] = (float)hsum_i32(fold512(acc[k])) * (qd * Kd[(size_t)k * ds]);
 }

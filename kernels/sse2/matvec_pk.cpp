@@ -12,9 +12,12 @@
 // read as unsigned (q + 128, or the raw nibble), so offset x sum(x) (128 or 8) is subtracted per
 // block in int32: the block sum is exact.
 //
-// Activations are expanded once per call, in chunks of columns that fit a 9 KB stack buffer; a
-// group's float accumulators live in y between chunks (a float store and reload is exact), those of
-// a partial last group in a local array, so rows >= r1 are never written.
+// Activations are expanded once per call, in chunks of columns that fit an 18 KB stack buffer
+// (2048 columns for one token, 512 for a tile of 4; larger n takes several chunks). A group's
+// float accumulators live in y between chunks (a float store and reload is exact), those of a
+// partial last group in a local array, so rows >= r1 are never written. One block's steps are
+// unrolled for one token and rolled for a tile (unrolled, GCC turns the integer sums into trees
+// that spill).
 //
 // Rounding: per block and row, acc += (float)isum * (d_w * d_x), in block order: the scalar
 // kernel's arithmetic, so every row matches ml_k_matvec_q*_scalar bit for bit. The matmul runs the
@@ -28,7 +31,7 @@
 namespace {
 
 constexpr int kG = 4;              // rows per group (ml::k::sse2::pack.g)
-constexpr int kBufTokBlocks = 32;  // (token, block) pairs of the expansion buffer: 32 x 288 B = 9 KB
+constexpr int kBufTokBlocks = 64;  // (token, block) pairs of the expansion buffer: 64 x 288 B = 18 KB
 static_assert(ml::k::sse2::pack.g == kG && ml::k::sse2::pack.q8_offset == 128 && ml::k::sse2::pack.q4_xor == 0 &&
                   !ml::k::sse2::pack.d16,
               "kernels/sse2/matvec_pk.cpp reads G = 4, Q8 + 128, raw Q4, f32 scales");
@@ -62,6 +65,15 @@ inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk
   }
 }
 
+// The steps of one block: fully unrolled for one token (few live registers), rolled for a tile of
+// several, where unrolling lets GCC reassociate the integer sums into trees that spill.
+#define ML_PK_STEPS(n, step)                      \
+  if constexpr (T == 1) {                         \
+    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
+  } else {                                        \
+    _Pragma("GCC unroll 1") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
+  }
+
 // nblk blocks of one group (quants wq, scales wd) for T tokens: acc[t] lane i += row i's terms.
 // The loops over tokens are unrolled (T is a constant), so the accumulators stay in registers.
 template <int T, bool Q4>
@@ -73,8 +85,7 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
     if constexpr (Q4) {
       const __m128i m = _mm_set1_epi16(0x000F);
       const uint8_t* wb = wq + (size_t)b * 64;
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
+      auto step = [&](int k) {
         const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k));
         const __m128i el = _mm_and_si128(w, m), ol = _mm_and_si128(_mm_srli_epi16(w, 8), m);
         const __m128i eh = _mm_and_si128(_mm_srli_epi16(w, 4), m), oh = _mm_srli_epi16(w, 12);
@@ -85,12 +96,12 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
           const __m128i hi = _mm_add_epi32(_mm_madd_epi16(eh, x.e[k + 4]), _mm_madd_epi16(oh, x.o[k + 4]));
           s[t] = _mm_add_epi32(s[t], _mm_add_epi32(lo, hi));
         }
-      }
+      };
+      ML_PK_STEPS(4, step);
     } else {
       const __m128i m = _mm_set1_epi16(0x00FF);
       const uint8_t* wb = wq + (size_t)b * 128;
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
+      auto step = [&](int k) {
         const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k));
         const __m128i e = _mm_and_si128(w, m), o = _mm_srli_epi16(w, 8);
 #pragma GCC unroll 4
@@ -98,7 +109,8 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
           const XBlock& x = xb[t][b];
           s[t] = _mm_add_epi32(s[t], _mm_add_epi32(_mm_madd_epi16(e, x.e[k]), _mm_madd_epi16(o, x.o[k])));
         }
-      }
+      };
+      ML_PK_STEPS(8, step);
     }
     const __m128 dw = _mm_loadu_ps(wd + (size_t)b * kG);
 #pragma GCC unroll 4
@@ -108,6 +120,8 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
     }
   }
 }
+
+#undef ML_PK_STEPS
 
 // T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1).
 template <int T, bool Q4>

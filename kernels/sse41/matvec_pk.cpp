@@ -13,9 +13,12 @@
 // low and high nibbles) are summed in int16 (|sum| <= 8 * 2 * 15 * 127 = 30480), then one
 // pmaddwd(., 1), and 8 x sum(x) is subtracted per block in int32: the block sum is exact.
 //
-// Activations are broadcast once per call, in chunks of columns that fit a 5 KB stack buffer; a
-// group's float accumulators live in y between chunks (a float store and reload is exact), those of
-// a partial last group in a local array, so rows >= r1 are never written.
+// Activations are broadcast once per call, in chunks of columns that fit a 20 KB stack buffer
+// (4096 columns for one token, 1024 for a tile of 4; larger n takes several chunks). A group's
+// float accumulators live in y between chunks (a float store and reload is exact), those of a
+// partial last group in a local array, so rows >= r1 are never written. One block's steps are
+// unrolled for one token and rolled for a tile (unrolled, GCC turns the integer sums into trees
+// that spill).
 //
 // Rounding: per block and row, acc += (float)isum * (d_w * d_x), in block order: the scalar
 // kernel's arithmetic, so every row matches ml_k_matvec_q*_scalar bit for bit. The matmul runs the
@@ -31,7 +34,7 @@
 namespace {
 
 constexpr int kG = 4;              // rows per group (ml::k::sse41::pack.g)
-constexpr int kBufTokBlocks = 32;  // (token, block) pairs of the broadcast buffer: 32 x 160 B = 5 KB
+constexpr int kBufTokBlocks = 128;  // (token, block) pairs of the broadcast buffer: 128 x 160 B = 20 KB
 static_assert(ml::k::sse41::pack.g == kG && ml::k::sse41::pack.q8_offset == 0 && ml::k::sse41::pack.q4_xor == 0 &&
                   !ml::k::sse41::pack.d16,
               "kernels/sse41/matvec_pk.cpp reads G = 4, signed Q8, raw Q4, f32 scales");
@@ -60,6 +63,15 @@ inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk
   }
 }
 
+// The steps of one block: fully unrolled for one token (few live registers), rolled for a tile of
+// several, where unrolling lets GCC reassociate the integer sums into trees that spill.
+#define ML_PK_STEPS(n, step)                      \
+  if constexpr (T == 1) {                         \
+    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
+  } else {                                        \
+    _Pragma("GCC unroll 1") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
+  }
+
 // nblk blocks of one group (quants wq, scales wd) for T tokens: acc[t] lane i += row i's terms.
 // The loops over tokens are unrolled (T is a constant), so the accumulators stay in registers.
 template <int T, bool Q4>
@@ -72,8 +84,7 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
       const uint8_t* wb = wq + (size_t)b * 64;
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) s[t] = _mm_setzero_si128();  // int16 pairs
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
+      auto step = [&](int k) {
         const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k));
         const __m128i lo = _mm_and_si128(w, m), hi = _mm_and_si128(_mm_srli_epi16(w, 4), m);
 #pragma GCC unroll 4
@@ -81,15 +92,15 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
           const XBlock& x = xb[t][b];
           s[t] = _mm_add_epi16(s[t], _mm_add_epi16(_mm_maddubs_epi16(lo, x.q[k]), _mm_maddubs_epi16(hi, x.q[k + 4])));
         }
-      }
+      };
+      ML_PK_STEPS(4, step);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) s[t] = _mm_sub_epi32(_mm_madd_epi16(s[t], one), xb[t][b].off);
     } else {
       const uint8_t* wb = wq + (size_t)b * 128;
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) s[t] = _mm_setzero_si128();
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
+      auto step = [&](int k) {
         const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k));
         const __m128i aw = _mm_abs_epi8(w);
 #pragma GCC unroll 4
@@ -97,7 +108,8 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
           const __m128i p = _mm_maddubs_epi16(aw, _mm_sign_epi8(xb[t][b].q[k], w));
           s[t] = _mm_add_epi32(s[t], _mm_madd_epi16(p, one));
         }
-      }
+      };
+      ML_PK_STEPS(8, step);
     }
     const __m128 dw = _mm_loadu_ps(wd + (size_t)b * kG);
 #pragma GCC unroll 4
@@ -105,6 +117,8 @@ inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, cons
       acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(s[t]), _mm_mul_ps(dw, xb[t][b].dx)));
   }
 }
+
+#undef ML_PK_STEPS
 
 // T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1).
 template <int T, bool Q4>

@@ -38,7 +38,7 @@ TEST_CASE("threads: each worker runs every task once, the caller as worker 0", "
     CHECK(ml_pool_size(pool) == n);
     counts c(n);
     c.caller = std::this_thread::get_id();
-    const int runs = 2000;
+    const int runs = 500;
     for (int r = 0; r < runs; ++r) ml_pool_run(pool, count_task, &c);
     CHECK(c.calls.load() == runs * n);
     for (int i = 0; i < n; ++i) CHECK(c.per_thread[i].load() == runs);
