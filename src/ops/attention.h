@@ -29,15 +29,12 @@ struct ml_attn_shape {
 };
 
 // Per-thread scratch for ml_op_attention: scores of one GQA group over the context, and the
-// quantized query heads (Q8 cache). Sizes: see ml_attn_scratch_floats / _bytes.
+// quantized query heads (Q8 cache). model/state.cpp sizes them for the thread count.
 struct ml_attn_scratch {
   float* scores;  // [n_threads][group * ctx]
   int8_t* qq;     // [n_threads][group * head_dim]
   float* qd;      // [n_threads][group]
 };
-inline size_t ml_attn_scores_per_thread(const ml_attn_shape* s, int ctx) {
-  return (size_t)(s->n_heads / s->n_kv_heads) * (size_t)ctx;
-}
 
 // Stores k and v ([n_kv_heads * head_dim] floats) at position pos: copied (F32), rounded to half
 // (F16), or quantized per KV head with one scale (Q8, the activation rounding rule).
