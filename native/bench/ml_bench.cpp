@@ -171,14 +171,15 @@ void bench_matvecs(int reps, double min_s) {
               4096.0 * 4 / sec / 1e9);
 }
 
-// Peak resident memory of this process so far (VmHWM), in MiB; -1 where /proc is missing.
-double peak_rss_mib() {
+// Resident memory of this process (/proc/self/status field VmHWM: the peak so far, or VmRSS: now),
+// in MiB; -1 where /proc is missing.
+double rss_mib(const char* field = "VmHWM:") {
   FILE* f = std::fopen("/proc/self/status", "r");
   if (!f) return -1;
   char line[256];
   double kb = -1;
   while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::atof(line + 6);
+    if (std::strncmp(line, field, std::strlen(field)) == 0) kb = std::atof(line + std::strlen(field));
   std::fclose(f);
   return kb < 0 ? -1 : kb / 1024.0;
 }
@@ -202,7 +203,7 @@ int bench_model(const model_opts& o) {
   const double t0 = now();
   if (ml_engine_open(&e, o.path.c_str(), &p, &err) != ML_OK) return ml::cli::report(PROG, err);
   const double load_s = now() - t0;
-  const double load_rss = peak_rss_mib();
+  const double load_rss = rss_mib(), load_now = rss_mib("VmRSS:");
   const ml_engine_info info = ml_engine_get_info(e);
   if (o.prefill + o.decode > info.ctx) {
     ml_engine_close(e);
@@ -233,7 +234,7 @@ int bench_model(const model_opts& o) {
               "| %s | %s | %s | %d | %d | %d | %d | %s | %d | %.1f | %d | %.1f | %.2f | %.0f |\n",
               o.path.c_str(), info.isa, info.wtype == 3 ? "Q4" : "Q8", info.dim, info.n_layers, info.n_threads,
               info.batch, pack, o.prefill, best_pf, o.decode, best_dec, load_s, load_rss);
-  std::printf("\n(best of %d runs; peak RSS at exit %.0f MiB)\n", o.runs, peak_rss_mib());
+  std::printf("\n(best of %d runs; RSS after load %.0f MiB, peak RSS at exit %.0f MiB)\n", o.runs, load_now, rss_mib());
   ml_engine_close(e);
   return 0;
 }
