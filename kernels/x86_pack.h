@@ -79,7 +79,7 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
   using vf = typename V::vf;
   constexpr int G = V::G;
   constexpr int block_bytes = (Q4 ? 16 : 32) * G;
-  constexpr int scale_bytes = F16 ? 2 * G : 4 * G;
+  [[maybe_unused]] constexpr int scale_bytes = F16 ? 2 * G : 4 * G;  // prefetch only
   constexpr bool use_off = Q4 || V::kQ8Offset != 0;
   for (int b = 0; b < nblk; ++b) {
     const uint8_t* wb = wq + (size_t)b * block_bytes;
