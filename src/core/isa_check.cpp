@@ -85,8 +85,8 @@ bool is_x86_isa(const char* isa) {
 
 const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h) {
   if (std::strcmp(isa, "scalar") == 0) return nullptr;
-  if (std::strcmp(isa, "neon") == 0) {  // the 32-bit build
-    if (h->aarch64) return "arm32";
+  if (std::strcmp(isa, "neon") == 0) {  // the 32-bit build, and the AArch64 chains' baseline
+    if (h->aarch64) return bit64(h->hwcap, kA64Asimd) ? nullptr : "asimd";
     return bit64(h->hwcap, kArm32Neon) ? nullptr : "neon";
   }
   if (std::strcmp(isa, "neon_dotprod") == 0) return missing_neon_dotprod(h);

@@ -28,8 +28,9 @@ struct ml_arm_hwcaps {
 };
 
 // The first feature that the ARM isa needs and the hwcaps lack ("asimddp", "i8mm", "sve",
-// "neon", ...), or null. An ARM ISA on the other ARM architecture (neon_dotprod on 32-bit) names
-// the architecture; unknown names are reported as missing themselves.
+// "neon", ...), or null. neon is ARMv7 NEON on 32-bit and ASIMD on AArch64 (the AArch64 chains
+// include the neon kernels); the AArch64 ISAs on 32-bit name "aarch64"; unknown names are
+// reported as missing themselves.
 const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h);
 
 // Reads this CPU's hwcaps (all zero off ARM Linux).
