@@ -9,4 +9,8 @@
 namespace ml::k::neon_i8mm {
 using namespace neon_dotprod;
 inline constexpr const char* isa_name = "neon_i8mm";
+// Matmuls only, on neon_dotprod's layout: spec/kernels.txt.
+using neon_dotprod::pack;
+ML_K_BIND_PK(matmul_q8_pk, neon_i8mm)
+ML_K_BIND_PK(matmul_q4_pk, neon_i8mm)
 }  // namespace ml::k::neon_i8mm

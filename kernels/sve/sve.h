@@ -9,4 +9,7 @@
 namespace ml::k::sve {
 using namespace neon_dotprod;
 inline constexpr const char* isa_name = "sve";
+ML_K_BIND(matvec_q8, sve)
+ML_K_BIND(matvec_q4, sve)
+ML_K_BIND(dot_q8, sve)
 }  // namespace ml::k::sve
