@@ -190,6 +190,10 @@ class Cli(unittest.TestCase):
         self.assertNotEqual(a, c)
 
 
+# Builds whose seeded stories260K text must equal scalar's (see SameAsScalar.test_stories260k).
+SEEDED_STORY_ISAS = {"neon", "neon_dotprod", "neon_i8mm", "sve"}
+
+
 class SameAsScalar(unittest.TestCase):
     """Greedy and seeded text from this build equal the scalar build's."""
 
@@ -208,12 +212,18 @@ class SameAsScalar(unittest.TestCase):
                 self.check(m, ["--tokens", ids, "--temp", "0", "-n", "60", "--kv", kv])
 
     def test_stories260k(self):
+        isa = h.run([ENV.exe("ml_run"), "--help"])[1].split("build:")[-1].split()[0]
         for wtype in ("q8", "q4"):
             m = h.stories260k(ENV, wtype)
             self.check(m, ["-p", "Once upon a time", "--temp", "0", "-n", "200"])
-            # Seeded sampling on the real model is not checked across ISAs: on avx512vnni the Q8
-            # model's seed-9 story parts from scalar's after ~15 tokens (an activation on a Q8
-            # rounding tie, see compare_logits.py --ties). Open work, recorded in the issue note.
+            # Seeded sampling on the real model is not checked across the x86 ISAs: on avx512vnni
+            # the Q8 model's seed-9 story parts from scalar's after ~15 tokens (an activation on a
+            # Q8 rounding tie, see compare_logits.py --ties). Open work, recorded in the issue note.
+            # The ARM builds keep scalar's float kernels (rmsnorm, softmax, silu, F32 attention)
+            # and bit-exact matvecs, so there it is checked.
+            if isa in SEEDED_STORY_ISAS:
+                for seed in ("9", "42"):
+                    self.check(m, ["-p", "Once upon a time", "--temp", "0.9", "--seed", seed, "-n", "200"])
 
 
 def read(path):
