@@ -399,6 +399,47 @@ TEST_CASE("kernels: dot_f32, dot_f16, dot_q8", "[kernels]") {
     }
 }
 
+// ISAs whose attention scores keep the scalar kernel's order of float operations per row (they
+// vectorise across cache rows): their dot_f32/dot_f16 must equal scalar's bit for bit. The ARM
+// builds need it for their seeded text to match the scalar build's (kernels/neon/attn.cpp).
+const char* const kExactDots[] = {"neon"};
+
+bool exact_dots(const char* isa) {
+  for (const char* e : kExactDots)
+    if (std::strcmp(isa, e) == 0) return true;
+  return false;
+}
+
+TEST_CASE("kernels: dot_f32 and dot_f16 bit-exact with scalar where the ISA keeps its order", "[kernels]") {
+  const auto p32 = kt::ports(kt::impls_dot_f32(), "dot_f32");
+  const auto p16 = kt::ports(kt::impls_dot_f16(), "dot_f16");
+  for (int rows : kRows)
+    for (int hd : kN) {
+      Rng rng(seed_of({rows, hd, 77}));
+      const size_t ks = hd + kPadCols;
+      std::vector<float> q(hd), s0(rows), s1(rows);
+      for (auto& v : q) v = rng.normal(1.0f);
+      const std::vector<float> K = cache<float>(rows, hd, kNaN, [&] { return rng.normal(1.0f); });
+      const std::vector<uint16_t> K16 =
+          cache<uint16_t>(rows, hd, 0xFFFF, [&] { return ml_float_to_half(rng.normal(1.0f)); });
+      const std::string tag = " rows=" + S(rows) + " head_dim=" + S(hd);
+      for (const auto& im : p32) {
+        if (!exact_dots(im.isa)) continue;
+        ml::k::scalar::dot_f32(s0.data(), q.data(), K.data(), ks, rows, hd);
+        im.fn(s1.data(), q.data(), K.data(), ks, rows, hd);
+        INFO(im.name << tag);
+        CHECK(std::memcmp(s0.data(), s1.data(), rows * sizeof(float)) == 0);
+      }
+      for (const auto& im : p16) {
+        if (!exact_dots(im.isa)) continue;
+        ml::k::scalar::dot_f16(s0.data(), q.data(), K16.data(), ks, rows, hd);
+        im.fn(s1.data(), q.data(), K16.data(), ks, rows, hd);
+        INFO(im.name << tag);
+        CHECK(std::memcmp(s0.data(), s1.data(), rows * sizeof(float)) == 0);
+      }
+    }
+}
+
 TEST_CASE("kernels: axpy_f32, axpy_f16, axpy_q8", "[kernels]") {
   const auto p32 = kt::ports(kt::impls_axpy_f32(), "axpy_f32");
   const auto p16 = kt::ports(kt::impls_axpy_f16(), "axpy_f16");
