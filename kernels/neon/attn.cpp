@@ -1,13 +1,11 @@
 // NEON attention scores over the F32 and F16 KV caches, and the F16 weighted sum (AArch64 only;
 // neon.h binds them there). Halves are widened with vcvt_f32_f16 (fcvtl), exactly.
 //
-// Bit-exact with scalar: the scores run 4 cache rows per pass, one row per lane. Each row's 4
-// values at a time are loaded and transposed (4x4, trn1/trn2), so lane j adds q[i] * K_j[i] for
-// i = 0, 1, 2, ... in order: the scalar kernel's sequence of multiplies and adds. Summing along a
-// row in lanes instead (as x86 does) was tried: it moves scores by an ulp, which was enough to
-// flip a near-tie argmax over 150 positions and to change seeded stories260K text.
-// axpy_f16 is lane-wise in row order, as scalar. (scalar's axpy_f32 and axpy_q8 are the same kind
-// of loop, which GCC vectorises by itself.)
+// Bit-exact with scalar (kernels/numerics.h): a score is kernels/numerics.h's canonical sum. Term i
+// goes to partial i % 16, held as four 4-lane accumulators r[(i / 4) % 4]; each product is a
+// vmulq then a vaddq (never fmla). The tree: r0 + r2, r1 + r3, then their sum, then lanes
+// (0 + 2), (1 + 3), then lane 0 + lane 1. A tail shorter than 16 goes through zero-padded copies
+// (0 * 0 = +0 leaves a partial unchanged). axpy_f16 is lane-wise in row order, as scalar.
 #ifdef __aarch64__
 #include <arm_neon.h>
 
@@ -21,50 +19,44 @@ inline float32x4_t load4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f
 inline float widen(float v) { return v; }
 inline float widen(uint16_t h) { return ml_half_to_float(h); }
 
-// s[j] = sum_i q[i] * K[j * k_stride + i], accumulated in i order per row.
+inline float32x4_t add_prod(float32x4_t acc, float32x4_t a, float32x4_t b) { return vaddq_f32(acc, vmulq_f32(a, b)); }
+
 template <class T>
-void dot_rows(float* s, const float* q, const T* K, size_t k_stride, int n_rows, int head_dim) {
-  int j = 0;
-  for (; j + 4 <= n_rows; j += 4) {
-    const T* k0 = K + (size_t)j * k_stride;
-    const T* k1 = k0 + k_stride;
-    const T* k2 = k1 + k_stride;
-    const T* k3 = k2 + k_stride;
-    float32x4_t acc = vdupq_n_f32(0.0f);
-    int i = 0;
-    for (; i + 4 <= head_dim; i += 4) {
-      const float32x4_t r0 = load4(k0 + i), r1 = load4(k1 + i), r2 = load4(k2 + i), r3 = load4(k3 + i);
-      const float64x2_t a = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), b = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
-      const float64x2_t c = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), d = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
-      acc = vaddq_f32(acc, vmulq_n_f32(vreinterpretq_f32_f64(vtrn1q_f64(a, c)), q[i]));
-      acc = vaddq_f32(acc, vmulq_n_f32(vreinterpretq_f32_f64(vtrn1q_f64(b, d)), q[i + 1]));
-      acc = vaddq_f32(acc, vmulq_n_f32(vreinterpretq_f32_f64(vtrn2q_f64(a, c)), q[i + 2]));
-      acc = vaddq_f32(acc, vmulq_n_f32(vreinterpretq_f32_f64(vtrn2q_f64(b, d)), q[i + 3]));
-    }
-    for (; i < head_dim; ++i) {
-      const float col[4] = {widen(k0[i]), widen(k1[i]), widen(k2[i]), widen(k3[i])};
-      acc = vaddq_f32(acc, vmulq_n_f32(vld1q_f32(col), q[i]));
-    }
-    vst1q_f32(s + j, acc);
+float dot_canonical(const float* q, const T* k, int n) {
+  float32x4_t r0 = vdupq_n_f32(0.0f), r1 = r0, r2 = r0, r3 = r0;
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    r0 = add_prod(r0, vld1q_f32(q + i), load4(k + i));
+    r1 = add_prod(r1, vld1q_f32(q + i + 4), load4(k + i + 4));
+    r2 = add_prod(r2, vld1q_f32(q + i + 8), load4(k + i + 8));
+    r3 = add_prod(r3, vld1q_f32(q + i + 12), load4(k + i + 12));
   }
-  for (; j < n_rows; ++j) {
-    const T* k = K + (size_t)j * k_stride;
-    float acc = 0.0f;
-    for (int i = 0; i < head_dim; ++i) acc += q[i] * widen(k[i]);
-    s[j] = acc;
+  if (i < n) {  // the tail, zero-padded to 16 (reads nothing past n)
+    float qt[16] = {}, kt[16] = {};
+    for (int t = 0; t < n - i; ++t) {
+      qt[t] = q[i + t];
+      kt[t] = widen(k[i + t]);
+    }
+    r0 = add_prod(r0, vld1q_f32(qt), vld1q_f32(kt));
+    r1 = add_prod(r1, vld1q_f32(qt + 4), vld1q_f32(kt + 4));
+    r2 = add_prod(r2, vld1q_f32(qt + 8), vld1q_f32(kt + 8));
+    r3 = add_prod(r3, vld1q_f32(qt + 12), vld1q_f32(kt + 12));
   }
+  const float32x4_t s = vaddq_f32(vaddq_f32(r0, r2), vaddq_f32(r1, r3));
+  const float32x2_t h = vadd_f32(vget_low_f32(s), vget_high_f32(s));  // lanes (0 + 2), (1 + 3)
+  return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
 }
 
 }  // namespace
 
 extern "C" void ml_k_dot_f32_neon(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
                                   int head_dim) {
-  dot_rows(s, q, K, k_stride, n_rows, head_dim);
+  for (int j = 0; j < n_rows; ++j) s[j] = dot_canonical(q, K + (size_t)j * k_stride, head_dim);
 }
 
 extern "C" void ml_k_dot_f16_neon(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows,
                                   int head_dim) {
-  dot_rows(s, q, K, k_stride, n_rows, head_dim);
+  for (int j = 0; j < n_rows; ++j) s[j] = dot_canonical(q, K + (size_t)j * k_stride, head_dim);
 }
 
 extern "C" void ml_k_axpy_f16_neon(float* out, const float* w, const uint16_t* V, size_t v_stride, int n_rows,
