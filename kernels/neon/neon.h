@@ -18,6 +18,7 @@ ML_K_BIND(matvec_q4, neon)
 ML_K_BIND(dot_q8, neon)
 #ifdef __aarch64__
 ML_K_BIND(quantize_q8, neon)
+ML_K_BIND(rmsnorm, neon)
 ML_K_BIND(dot_f32, neon)
 ML_K_BIND(dot_f16, neon)
 ML_K_BIND(axpy_f16, neon)
