@@ -51,3 +51,35 @@ float dot_canonical(const float* q, const T* k, int n) {
 }  // namespace
 }  // namespace ml_arm
 #endif
+
+#ifdef __aarch64__
+namespace ml_arm {
+namespace {
+
+// ml_k_exp (kernels/numerics.h) on 4 lanes, operation for operation (vmulq then vaddq, never fmla):
+// clamp to [-104, 89]; n = floor(x * log2(e) + 0.5); Cody-Waite; the Cephes polynomial; times
+// 2^(n >> 1), then 2^(n - (n >> 1)). NaN lanes return x itself, as the scalar function does.
+inline float32x4_t exp4(float32x4_t x0) {
+  float32x4_t x = vminq_f32(vmaxq_f32(x0, vdupq_n_f32(-104.0f)), vdupq_n_f32(89.0f));
+  const float32x4_t fx = vaddq_f32(vmulq_n_f32(x, 1.44269504088896341f), vdupq_n_f32(0.5f));
+  float32x4_t n = vcvtq_f32_s32(vcvtq_s32_f32(fx));  // truncate toward zero, then floor
+  n = vsubq_f32(n, vbslq_f32(vcgtq_f32(n, fx), vdupq_n_f32(1.0f), vdupq_n_f32(0.0f)));
+  x = vsubq_f32(x, vmulq_n_f32(n, 0.693359375f));
+  x = vsubq_f32(x, vmulq_n_f32(n, -2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+  p = vaddq_f32(vmulq_f32(p, x), vdupq_n_f32(1.3981999507e-3f));
+  p = vaddq_f32(vmulq_f32(p, x), vdupq_n_f32(8.3334519073e-3f));
+  p = vaddq_f32(vmulq_f32(p, x), vdupq_n_f32(4.1665795894e-2f));
+  p = vaddq_f32(vmulq_f32(p, x), vdupq_n_f32(1.6666665459e-1f));
+  p = vaddq_f32(vmulq_f32(p, x), vdupq_n_f32(5.0000001201e-1f));
+  p = vaddq_f32(vaddq_f32(vmulq_f32(p, vmulq_f32(x, x)), x), vdupq_n_f32(1.0f));
+  const int32x4_t ni = vcvtq_s32_f32(n), n1 = vshrq_n_s32(ni, 1), n2 = vsubq_s32(ni, n1);
+  const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, vdupq_n_s32(127)), 23));
+  const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, vdupq_n_s32(127)), 23));
+  const float32x4_t r = vmulq_f32(vmulq_f32(p, s1), s2);
+  return vbslq_f32(vceqq_f32(x0, x0), r, x0);
+}
+
+}  // namespace
+}  // namespace ml_arm
+#endif

@@ -19,6 +19,8 @@ ML_K_BIND(dot_q8, neon)
 #ifdef __aarch64__
 ML_K_BIND(quantize_q8, neon)
 ML_K_BIND(rmsnorm, neon)
+ML_K_BIND(softmax, neon)
+ML_K_BIND(silu_mul, neon)
 ML_K_BIND(dot_f32, neon)
 ML_K_BIND(dot_f16, neon)
 ML_K_BIND(axpy_f16, neon)
