@@ -26,6 +26,13 @@ ml_isa(avx2        PARENT sse41  ARCH x86  FLAGS -mavx2 -mfma -mf16c)
 ml_isa(avxvnni     PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavxvnni)
 # avx512vnni skips avxvnni on purpose: Ice Lake and Cascade Lake lack the VEX-encoded AVX-VNNI.
 ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni)
+# ARM (cross-compiled with cmake/toolchains/*.cmake, tested under qemu-user). neon is the ARMv7
+# build (arm32: NEON is optional there); on AArch64 plain NEON (ASIMD) is the baseline, so the
+# AArch64 ISAs start at neon_dotprod and inherit the neon folder, whose kernels build for both.
+ml_isa(neon         PARENT scalar       ARCH arm32   FLAGS -mfpu=neon -mfloat-abi=hard)
+ml_isa(neon_dotprod PARENT neon         ARCH aarch64 FLAGS -march=armv8.2-a+dotprod)
+ml_isa(neon_i8mm    PARENT neon_dotprod ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+i8mm)
+ml_isa(sve          PARENT neon_dotprod ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+sve)
 
 # "native" picks the highest x86 ISA whose folder exists and that this CPU runs (probe below).
 function(ml_isa_detect_native out)
@@ -66,6 +73,22 @@ else()
 endif()
 if(NOT ML_ISA_RESOLVED IN_LIST ML_ISA_NAMES)
   message(FATAL_ERROR "ML_ISA=${ML_ISA_RESOLVED} is not in kernels/isa.cmake (${ML_ISA_NAMES})")
+endif()
+
+# An ISA whose instructions do not exist on the target architecture is a configure error.
+set(_arch ${ML_ISA_ARCH_${ML_ISA_RESOLVED}})
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
+  set(_target_arch x86)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(_target_arch aarch64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
+  set(_target_arch arm32)
+else()
+  set(_target_arch other)
+endif()
+if(NOT _arch STREQUAL "any" AND NOT _arch STREQUAL _target_arch)
+  message(FATAL_ERROR "ML_ISA=${ML_ISA_RESOLVED} needs a ${_arch} target, but this build targets "
+                      "${CMAKE_SYSTEM_PROCESSOR}: use its preset (cross builds set a toolchain file)")
 endif()
 
 set(ML_ISA_CHAIN "")

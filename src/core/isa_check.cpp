@@ -1,10 +1,15 @@
 #include "core/isa_check.h"
 
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define ML_X86 1
+#endif
+#if (defined(__aarch64__) || defined(__arm__)) && defined(__linux__)
+#include <sys/auxv.h>
+#define ML_ARM_LINUX 1
 #endif
 
 namespace {
@@ -47,7 +52,64 @@ const char* missing_avx512vnni(const ml_cpuid_regs* r) {
   return nullptr;
 }
 
+// Linux hwcap bits (asm/hwcap.h of each architecture; spelled out, since the armhf headers lack
+// the AArch64 ones and vice versa).
+constexpr int kArm32Neon = 12;       // 32-bit AT_HWCAP: HWCAP_NEON
+constexpr int kA64Asimd = 1;         // AArch64 AT_HWCAP: HWCAP_ASIMD
+constexpr int kA64Asimddp = 20;      // AArch64 AT_HWCAP: HWCAP_ASIMDDP (sdot/udot)
+constexpr int kA64Sve = 22;          // AArch64 AT_HWCAP: HWCAP_SVE
+constexpr int kA64I8mm = 13;         // AArch64 AT_HWCAP2: HWCAP2_I8MM (smmla)
+
+bool bit64(uint64_t reg, int b) { return (reg >> b) & 1u; }
+
+const char* missing_neon_dotprod(const ml_arm_hwcaps* h) {
+  if (!h->aarch64) return "aarch64";
+  if (!bit64(h->hwcap, kA64Asimd)) return "asimd";
+  if (!bit64(h->hwcap, kA64Asimddp)) return "asimddp";
+  return nullptr;
+}
+
+bool is_arm_isa(const char* isa) {
+  for (const char* a : {"neon", "neon_dotprod", "neon_i8mm", "sve"})
+    if (std::strcmp(isa, a) == 0) return true;
+  return false;
+}
+
+bool is_x86_isa(const char* isa) {
+  for (const char* x : {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"})
+    if (std::strcmp(isa, x) == 0) return true;
+  return false;
+}
+
 }  // namespace
+
+const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h) {
+  if (std::strcmp(isa, "scalar") == 0) return nullptr;
+  if (std::strcmp(isa, "neon") == 0) {  // the 32-bit build, and the AArch64 chains' baseline
+    if (h->aarch64) return bit64(h->hwcap, kA64Asimd) ? nullptr : "asimd";
+    return bit64(h->hwcap, kArm32Neon) ? nullptr : "neon";
+  }
+  if (std::strcmp(isa, "neon_dotprod") == 0) return missing_neon_dotprod(h);
+  if (std::strcmp(isa, "neon_i8mm") == 0) {
+    if (const char* m = missing_neon_dotprod(h)) return m;
+    return bit64(h->hwcap2, kA64I8mm) ? nullptr : "i8mm";
+  }
+  if (std::strcmp(isa, "sve") == 0) {
+    if (const char* m = missing_neon_dotprod(h)) return m;
+    return bit64(h->hwcap, kA64Sve) ? nullptr : "sve";
+  }
+  return isa;
+}
+
+ml_arm_hwcaps ml_arm_hwcaps_read() {
+  ml_arm_hwcaps h;
+#ifdef ML_ARM_LINUX
+  h.aarch64 = sizeof(void*) == 8;
+  h.hwcap = getauxval(AT_HWCAP);
+  h.hwcap2 = getauxval(AT_HWCAP2);
+#endif
+  return h;
+}
 
 const char* ml_isa_missing_x86(const char* isa, const ml_cpuid_regs* r) {
   if (std::strcmp(isa, "scalar") == 0) return nullptr;
@@ -90,16 +152,23 @@ ml_cpuid_regs ml_cpuid_read() {
 }
 
 const char* ml_isa_missing(const char* isa) {
-  static const char* const x86_isas[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"};
-  for (const char* x : x86_isas) {
-    if (std::strcmp(isa, x) == 0) {
+  if (is_x86_isa(isa)) {
 #ifdef ML_X86
-      const ml_cpuid_regs r = ml_cpuid_read();
-      return ml_isa_missing_x86(isa, &r);
+    const ml_cpuid_regs r = ml_cpuid_read();
+    return ml_isa_missing_x86(isa, &r);
 #else
-      return isa;  // an x86 ISA on another architecture
+    return isa;  // an x86 ISA on another architecture
 #endif
-    }
   }
-  return nullptr;  // scalar, and the ISAs of other architectures: the build is trusted
+  if (is_arm_isa(isa)) {
+#ifdef ML_ARM_LINUX
+    const ml_arm_hwcaps h = ml_arm_hwcaps_read();
+    return ml_isa_missing_arm(isa, &h);
+#elif defined(__aarch64__) || defined(__arm__)
+    return nullptr;  // ARM without Linux's auxv: the build configuration is trusted
+#else
+    return isa;  // an ARM ISA on another architecture
+#endif
+  }
+  return nullptr;  // scalar
 }

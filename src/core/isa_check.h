@@ -20,8 +20,24 @@ const char* ml_isa_missing_x86(const char* isa, const ml_cpuid_regs* r);
 // Reads this CPU's registers (all zero off x86).
 ml_cpuid_regs ml_cpuid_read();
 
-// The missing feature for isa on this CPU, or null. Non-x86 ISAs: the build is trusted (ARM's
-// HWCAP check joins with the ARM builds); "scalar" always runs.
+// What the ARM check reads on Linux: getauxval(AT_HWCAP) and getauxval(AT_HWCAP2). The bits mean
+// different things on 32-bit ARM and on AArch64, so the values carry their architecture.
+struct ml_arm_hwcaps {
+  bool aarch64 = false;
+  uint64_t hwcap = 0, hwcap2 = 0;
+};
+
+// The first feature that the ARM isa needs and the hwcaps lack ("asimddp", "i8mm", "sve",
+// "neon", ...), or null. neon is ARMv7 NEON on 32-bit and ASIMD on AArch64 (the AArch64 chains
+// include the neon kernels); the AArch64 ISAs on 32-bit name "aarch64"; unknown names are
+// reported as missing themselves.
+const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h);
+
+// Reads this CPU's hwcaps (all zero off ARM Linux).
+ml_arm_hwcaps ml_arm_hwcaps_read();
+
+// The missing feature for isa on this CPU, or null: CPUID on x86, HWCAP on ARM Linux; an ISA of
+// another architecture is missing itself. "scalar" always runs.
 const char* ml_isa_missing(const char* isa);
 
 // True when this CPU runs isa (tests use it to SKIP kernels the CPU cannot run).

@@ -63,3 +63,47 @@ TEST_CASE("isa_check: unknown ISA names are reported as missing", "[isa]") {
   CHECK(missing("avx10", host_spr) == "avx10");
   CHECK(ml_isa_missing("scalar") == nullptr);
 }
+
+// ARM: getauxval(AT_HWCAP, AT_HWCAP2) recorded under qemu-user 7.2 CPU models
+// (qemu-aarch64 / qemu-arm -cpu MODEL running a program that prints both).
+namespace {
+const ml_arm_hwcaps a64_cortex_a53{true, 0x8fb, 0x0};          // ASIMD, no dot product
+const ml_arm_hwcaps a64_cortex_a76{true, 0x119ffb, 0x0};       // + ASIMDDP
+const ml_arm_hwcaps a64_a64fx{true, 0x415ffb, 0x0};            // SVE without ASIMDDP
+const ml_arm_hwcaps a64_max{true, 0xecfffffb, 0x7f877fff};     // + I8MM (hwcap2) and SVE
+const ml_arm_hwcaps a64_max_sve_off{true, 0xecbffffb, 0x76181};
+const ml_arm_hwcaps a32_cortex_a15{false, 0x1fb8d7, 0x0};      // NEON
+const ml_arm_hwcaps a32_cortex_r5f{false, 0x6e0d7, 0x0};       // VFP, no NEON
+
+std::string missing_arm(const char* isa, const ml_arm_hwcaps& h) {
+  const char* m = ml_isa_missing_arm(isa, &h);
+  return m ? m : "";
+}
+}  // namespace
+
+TEST_CASE("isa_check: ARM hwcaps of qemu CPU models", "[isa]") {
+  CHECK(missing_arm("scalar", a64_cortex_a53) == "");
+  CHECK(missing_arm("neon_dotprod", a64_cortex_a53) == "asimddp");
+  CHECK(missing_arm("neon_i8mm", a64_cortex_a53) == "asimddp");
+  CHECK(missing_arm("sve", a64_cortex_a53) == "asimddp");
+  CHECK(missing_arm("neon_dotprod", a64_cortex_a76) == "");
+  CHECK(missing_arm("neon_i8mm", a64_cortex_a76) == "i8mm");
+  CHECK(missing_arm("sve", a64_cortex_a76) == "sve");
+  CHECK(missing_arm("sve", a64_a64fx) == "asimddp");  // SVE alone is not enough: sve's chain has dotprod
+  for (const char* isa : {"neon_dotprod", "neon_i8mm", "sve"}) CHECK(missing_arm(isa, a64_max) == "");
+  CHECK(missing_arm("neon_i8mm", a64_max_sve_off) == "");
+  CHECK(missing_arm("sve", a64_max_sve_off) == "sve");
+  CHECK(missing_arm("neon", a32_cortex_a15) == "");
+  CHECK(missing_arm("neon", a32_cortex_r5f) == "neon");
+}
+
+TEST_CASE("isa_check: ARM ISAs on the other ARM architecture, and unknown names", "[isa]") {
+  CHECK(missing_arm("neon_dotprod", a32_cortex_a15) == "aarch64");  // 32-bit hwcap bits mean other things
+  CHECK(missing_arm("neon", a64_cortex_a53) == "");  // the neon folder is the AArch64 baseline (ASIMD)
+  CHECK(missing_arm("neon", ml_arm_hwcaps{true, 0x0, 0x0}) == "asimd");
+  CHECK(missing_arm("avx2", a64_max) == "avx2");
+  CHECK(missing_arm("sve2", a64_max) == "sve2");
+#if !defined(__aarch64__) && !defined(__arm__)
+  CHECK(std::string(ml_isa_missing("neon_dotprod")) == "neon_dotprod");  // not on this x86 host
+#endif
+}

@@ -47,6 +47,35 @@
 #define ML_TEST_ISA_AVX512VNNI(X, a)
 #endif
 
+#ifdef ML_ENABLE_NEON
+#include "kernels/neon/neon.h"
+#define ML_TEST_ISA_NEON(X, a) X(neon, a)
+#else
+#define ML_TEST_ISA_NEON(X, a)
+#endif
+
+#ifdef ML_ENABLE_NEON_DOTPROD
+#include "kernels/neon_dotprod/neon_dotprod.h"
+#define ML_TEST_ISA_NEON_DOTPROD(X, a) X(neon_dotprod, a)
+#else
+#define ML_TEST_ISA_NEON_DOTPROD(X, a)
+#endif
+
+#ifdef ML_ENABLE_NEON_I8MM
+#include "kernels/neon_i8mm/neon_i8mm.h"
+#define ML_TEST_ISA_NEON_I8MM(X, a) X(neon_i8mm, a)
+#else
+#define ML_TEST_ISA_NEON_I8MM(X, a)
+#endif
+
+#ifdef ML_ENABLE_SVE
+#include "kernels/sve/sve.h"
+#define ML_TEST_ISA_SVE(X, a) X(sve, a)
+#else
+#define ML_TEST_ISA_SVE(X, a)
+#endif
+
 #define ML_TEST_ISAS(X, a)                                                                          \
   ML_TEST_ISA_SCALAR(X, a) ML_TEST_ISA_SSE2(X, a) ML_TEST_ISA_SSE41(X, a) ML_TEST_ISA_AVX2(X, a) \
-      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a)
+      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a) ML_TEST_ISA_NEON(X, a)                   \
+      ML_TEST_ISA_NEON_DOTPROD(X, a) ML_TEST_ISA_NEON_I8MM(X, a) ML_TEST_ISA_SVE(X, a)

@@ -49,7 +49,7 @@ namespace {
 
 // ISAs whose packed kernels keep the scalar kernel's float operations and order (no FMA): their
 // matvec must be bit-exact with the scalar row-major matvec for any scales.
-const char* const kExactScaled[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"};
+const char* const kExactScaled[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni", "neon", "neon_dotprod", "neon_i8mm", "sve"};
 
 constexpr int kRows[] = {1, 3, 4, 7, 17, 64};
 constexpr int kCols[] = {32, 96, 256, 4096, 4128};  // 4128: 129 blocks, past one stack chunk of every tile

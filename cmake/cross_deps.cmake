@@ -1,0 +1,22 @@
+# Cross builds: the header-only host packages (Catch2, CLI11) as INTERFACE targets whose include
+# folder holds only symlinks to their headers. Adding /usr/include itself would put the host's libc
+# headers ahead of the cross sysroot's.
+if(NOT CMAKE_CROSSCOMPILING)
+  return()
+endif()
+set(_inc ${CMAKE_BINARY_DIR}/cross-include)
+file(MAKE_DIRECTORY ${_inc})
+foreach(pair "catch2=/usr/include/catch2" "CLI=/usr/include/CLI")
+  string(REPLACE "=" ";" pair ${pair})
+  list(GET pair 0 name)
+  list(GET pair 1 dir)
+  if(NOT EXISTS ${dir})
+    message(FATAL_ERROR "${dir} is missing: apt-get install catch2 libcli11-dev (scripts/install-deps)")
+  endif()
+  file(CREATE_LINK ${dir} ${_inc}/${name} SYMBOLIC)
+endforeach()
+add_library(Catch2::Catch2 INTERFACE IMPORTED GLOBAL)
+target_include_directories(Catch2::Catch2 SYSTEM INTERFACE ${_inc})
+add_library(CLI11::CLI11 INTERFACE IMPORTED GLOBAL)
+target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${_inc})
+list(APPEND CMAKE_MODULE_PATH /usr/lib/cmake/Catch2)  # Catch.cmake (catch_discover_tests)
