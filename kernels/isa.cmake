@@ -33,6 +33,11 @@ ml_isa(neon         PARENT scalar       ARCH arm32   FLAGS -mfpu=neon -mfloat-ab
 ml_isa(neon_dotprod PARENT neon         ARCH aarch64 FLAGS -march=armv8.2-a+dotprod)
 ml_isa(neon_i8mm    PARENT neon_dotprod ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+i8mm)
 ml_isa(sve          PARENT neon_dotprod ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+sve)
+# WebAssembly (Emscripten presets wasm_*): no CPU check at run time; the browser JS feature-detects.
+ml_isa(wasm_simd128 PARENT scalar ARCH wasm FLAGS -msimd128)
+# Relaxed SIMD: kernels/wasm_relaxed/*.cpp alone are compiled by clang-16 with -mrelaxed-simd
+# (kernels/CMakeLists.txt, cmake/wasm.cmake); the rest of the build is plain simd128.
+ml_isa(wasm_relaxed PARENT wasm_simd128 ARCH wasm FLAGS -msimd128)
 
 # "native" picks the highest x86 ISA whose folder exists and that this CPU runs (probe below).
 function(ml_isa_detect_native out)
