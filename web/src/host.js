@@ -1,0 +1,394 @@
+// The engine side of the package: runs where the wasm module lives (a Web Worker, a node
+// worker_thread, or in-process) and answers the client's calls (client.js) by message.
+//
+// Messages in:  {type: 'call', id, method, args}   {type: 'abort', id}
+// Messages out: {type: 'result', id, value}  {type: 'error', id, error: {message, kind}}
+//               {type: 'event', id, event}   (progress, text pieces)
+// Calls run one at a time in arrival order; 'abort' is handled at once: the generation loop
+// returns to the event loop after every token, sees the flag and stops (the engine stays ready).
+import { chooseBuild, detectFeatures } from './detect.js';
+import { checkFits, MLB_HEADER_BYTES, parseHeader } from './header.js';
+import { cachePut, readSource, sourceName } from './source.js';
+import { StopFilter } from './stop.js';
+
+const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
+
+// Returns to the event loop (so that an abort message can arrive) at the cost of microseconds:
+// setImmediate in node, a MessageChannel round trip in browsers (setTimeout is clamped to 4 ms).
+function makeYield() {
+  if (typeof setImmediate === 'function') return () => new Promise((r) => setImmediate(r));
+  const ch = new MessageChannel();
+  const waiting = [];
+  ch.port1.onmessage = () => waiting.shift()?.();
+  return () => new Promise((r) => { waiting.push(r); ch.port2.postMessage(0); });
+}
+
+class KraflaError extends Error {
+  constructor(message, kind = 'error') {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+async function listBuilds(distUrl) {
+  const url = new URL('builds.json', distUrl);
+  let text;
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    text = await readFile(url, 'utf8').catch(() => null);
+  } else {
+    const r = await fetch(url).catch(() => null);
+    text = r && r.ok ? await r.text() : null;
+  }
+  if (text == null) throw new KraflaError(`krafla: no wasm builds at ${distUrl} (${url} is missing: run scripts/copy-builds.mjs)`, 'setup');
+  return JSON.parse(text).builds;
+}
+
+async function importBuild(distUrl, name) {
+  const modUrl = new URL(`${name}/krafla.mjs`, distUrl);
+  const { default: factory } = await import(modUrl.href);
+  const opts = {};
+  if (modUrl.protocol === 'file:') {
+    // 3.1.6's node glue cannot fetch its .wasm from an ES module (../shared/TOOLCHAIN.md, section 1).
+    const { readFile } = await import('node:fs/promises');
+    opts.wasmBinary = await readFile(new URL(`${name}/krafla.wasm`, distUrl));
+  }
+  opts.print = () => {};
+  opts.printErr = (s) => { if (globalThis.KRAFLA_DEBUG) console.error(s); };
+  return factory(opts);
+}
+
+export class Host {
+  constructor(post) {
+    this.post = post;
+    this.mod = null;
+    this.session = 0;
+    this.queue = Promise.resolve();
+    this.aborted = new Set();
+    this.yieldNow = makeYield();
+  }
+
+  handle(msg) {
+    if (msg.type === 'abort') {
+      this.aborted.add(msg.id);
+      return;
+    }
+    if (msg.type !== 'call') return;
+    const { id, method, args } = msg;
+    this.queue = this.queue.then(async () => {
+      try {
+        if (typeof this[`op_${method}`] !== 'function') throw new KraflaError(`krafla: unknown call ${method}`);
+        const value = await this[`op_${method}`](id, args ?? {});
+        this.post({ type: 'result', id, value });
+      } catch (e) {
+        this.post({ type: 'error', id, error: { message: e?.message ?? String(e), kind: e?.kind ?? 'error' } });
+      } finally {
+        this.aborted.delete(id);
+      }
+    });
+  }
+
+  // --- the wasm module -------------------------------------------------------------------------
+
+  heap() {
+    const m = this.mod;
+    const buf = m.wasmMemory ? m.wasmMemory.buffer : m.HEAPU8.buffer;
+    if (m.HEAPU8.buffer !== buf) return new Uint8Array(buf);
+    return m.HEAPU8;
+  }
+
+  fail(what) {
+    const m = this.mod;
+    return new KraflaError(`${what}: ${m.UTF8ToString(m._kr_error())}`, m.UTF8ToString(m._kr_error_kind()));
+  }
+
+  // Copies bytes into a fresh kr_alloc buffer; the caller owns it.
+  toHeap(bytes) {
+    const p = this.mod._kr_alloc(bytes.length);
+    if (!p) throw this.fail('krafla: loading the model');
+    this.heap().set(bytes, p);
+    return p;
+  }
+
+  withString(text, fn) {
+    const bytes = new TextEncoder().encode(text);
+    const p = this.mod._malloc(bytes.length + 1);
+    try {
+      const h = this.heap();
+      h.set(bytes, p);
+      h[p + bytes.length] = 0;
+      return fn(p, bytes.length);
+    } finally {
+      this.mod._free(p);
+    }
+  }
+
+  requireSession() {
+    if (!this.session) throw new KraflaError('krafla: no model is loaded (call load first)', 'state');
+    return this.session;
+  }
+
+  // --- calls -----------------------------------------------------------------------------------
+
+  async op_init(_id, { distUrl, builds, threads, build: force }) {
+    const features = detectFeatures();
+    if (isNode && !features.hardwareConcurrency) {
+      const os = await import('node:os');
+      features.hardwareConcurrency = os.availableParallelism?.() ?? os.cpus().length;
+    }
+    const available = builds ?? (await listBuilds(distUrl));
+    const choice = chooseBuild(available, features, { threads, force });
+    this.mod = await importBuild(distUrl, choice.name);
+    const m = this.mod;
+    const cores = features.hardwareConcurrency || 1;
+    this.threads = choice.threaded ? (typeof threads === 'number' ? threads : Math.max(1, Math.min(cores, 4))) : 1;
+    this.build = {
+      ...choice,
+      kernels: m.UTF8ToString(m._kr_build_isa()),
+      packG: m._kr_build_pack_g(),
+      nThreads: this.threads,
+      features,
+    };
+    return this.build;
+  }
+
+  async op_load(id, { source, tokenizer, ctx = 0, cache = false, maxMemoryBytes }) {
+    if (!this.mod) throw new KraflaError('krafla: the engine is not initialised', 'state');
+    this.unload();
+    const progress = (event) => this.post({ type: 'event', id, event: { type: 'progress', ...event } });
+    const name = sourceName(source);
+    const limits = { limit: maxMemoryBytes ?? Infinity, packed: this.build.packG > 0, ctx };
+    let header = null;
+    const check = (head) => {
+      header = parseHeader(head, name);
+      if (header.kind === 'llama2c' && !tokenizer) {
+        throw new KraflaError(`${name}: a llama2.c checkpoint needs its tokenizer.bin: pass {tokenizer: ...} to load()`, 'arg');
+      }
+      checkFits(header, name, limits);
+    };
+    const convertedKey = cache && typeof source === 'string' && tokenizer && typeof tokenizer === 'string'
+      ? `${source}${source.includes('?') ? '&' : '?'}krafla-mlb=q8&tokenizer=${encodeURIComponent(tokenizer)}` : null;
+
+    let bytes = null;
+    let fromCache = false;
+    if (convertedKey) {
+      const hit = await readSource(convertedKey, { cache, cacheOnly: true, check, progress, phase: 'download' });
+      if (hit) ({ bytes, fromCache } = hit);
+    }
+    if (!bytes) {
+      const got = await readSource(source, { cache, check, progress, phase: 'download', headBytes: MLB_HEADER_BYTES });
+      bytes = got.bytes;
+      fromCache = got.fromCache;
+      if (header.kind === 'llama2c') {
+        const tok = await readSource(tokenizer, { cache, progress, phase: 'tokenizer' });
+        progress({ phase: 'convert', loaded: 0, total: 1 });
+        bytes = this.convert(bytes, tok.bytes, name);
+        progress({ phase: 'convert', loaded: 1, total: 1 });
+        if (convertedKey) await cachePut(cache, convertedKey, bytes);
+      }
+    }
+    progress({ phase: 'load', loaded: 0, total: bytes.length });
+    const size = bytes.length;
+    const p = this.toHeap(bytes);
+    bytes = null;
+    const s = this.mod._kr_open(p, size, this.threads, ctx);
+    if (!s) throw this.fail(`${name}`);
+    this.session = s;
+    progress({ phase: 'load', loaded: 1, total: 1 });
+    return { ...this.info(), fromCache, build: this.build.name };
+  }
+
+  // llama2.c checkpoint + tokenizer.bin -> .mlb bytes, with the engine's own converter in wasm.
+  convert(checkpoint, tokenizer, name) {
+    const { FS } = this.mod;
+    FS.writeFile('/ckpt.bin', checkpoint);
+    FS.writeFile('/tokenizer.bin', tokenizer);
+    try {
+      const rc = this.mod.ccall('kr_convert_llama2c', 'number', ['string', 'string', 'string', 'number'],
+        ['/ckpt.bin', '/tokenizer.bin', '/model.mlb', 2]);
+      if (rc !== 0) throw this.fail(`${name}: converting the llama2.c checkpoint`);
+      return FS.readFile('/model.mlb');
+    } finally {
+      for (const f of ['/ckpt.bin', '/tokenizer.bin', '/model.mlb']) {
+        try { FS.unlink(f); } catch { /* not written */ }
+      }
+    }
+  }
+
+  info() {
+    const m = this.mod;
+    const p = m._malloc(64);
+    m._kr_info(this.session, p);
+    const v = Array.from(new Int32Array(this.heap().buffer, p, 16));
+    m._free(p);
+    const [vocabSize, ctx, maxSeq, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, wtype, bosId, eosId,
+      hasTokenizer, nThreads, packG, stateKiB] = v;
+    return {
+      vocabSize, ctx, maxSeq, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim,
+      wtype: wtype === 3 ? 'q4' : 'q8', bosId, eosId, hasTokenizer: !!hasTokenizer, nThreads, packG,
+      stateBytes: stateKiB * 1024, isa: this.build.kernels,
+    };
+  }
+
+  unload() {
+    if (this.session) {
+      this.mod._kr_close(this.session);
+      this.session = 0;
+    }
+  }
+
+  op_unload() {
+    this.unload();
+    return true;
+  }
+
+  op_info() {
+    return this.session ? this.info() : null;
+  }
+
+  tokenize(text, addBos) {
+    const s = this.requireSession();
+    const m = this.mod;
+    return this.withString(text, (p, len) => {
+      const cap = len + 3;
+      const ids = m._malloc(cap * 4);
+      try {
+        const n = m._kr_tokenize(s, p, len, addBos ? 1 : 0, ids, cap);
+        if (n < 0) throw this.fail('krafla: tokenize');
+        return Array.from(new Int32Array(this.heap().buffer, ids, n));
+      } finally {
+        m._free(ids);
+      }
+    });
+  }
+
+  op_tokenize(_id, { text, addBos = false }) {
+    return this.tokenize(String(text), addBos);
+  }
+
+  pieceBytes(ptr, len) {
+    return this.heap().slice(ptr, ptr + len);
+  }
+
+  op_detokenize(_id, { ids }) {
+    const s = this.requireSession();
+    const m = this.mod;
+    const lenp = m._malloc(4);
+    const dec = new TextDecoder('utf-8');
+    let text = '';
+    let prev = -1;
+    const vocab = this.info().vocabSize;
+    try {
+      for (const id of ids) {
+        if (!Number.isInteger(id) || id < 0 || id >= vocab) {
+          throw new KraflaError(`krafla: detokenize: token id ${id} is outside the vocabulary 0..${vocab - 1}`, 'arg');
+        }
+        const p = m._kr_piece(s, prev, id, lenp);
+        const len = new Int32Array(this.heap().buffer, lenp, 1)[0];
+        text += dec.decode(this.pieceBytes(p, len), { stream: true });
+        prev = id;
+      }
+      return text + dec.decode();
+    } finally {
+      m._free(lenp);
+    }
+  }
+
+  async op_generate(id, o) {
+    const s = this.requireSession();
+    const m = this.mod;
+    const info = this.info();
+    const maxTokens = o.maxTokens ?? 256;
+    const temperature = o.temperature ?? 1.0;
+    const topP = o.topP ?? 0.9;
+    const topK = o.topK ?? 0;
+    if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new KraflaError(`krafla: maxTokens ${maxTokens} must be an integer >= 0`, 'arg');
+    if (!(temperature >= 0) || !Number.isFinite(temperature)) throw new KraflaError(`krafla: temperature ${temperature} must be a finite number >= 0`, 'arg');
+    if (!(topP > 0 && topP <= 1)) throw new KraflaError(`krafla: topP ${topP} must be in (0, 1]`, 'arg');
+    if (!Number.isInteger(topK) || topK < 0) throw new KraflaError(`krafla: topK ${topK} must be an integer >= 0`, 'arg');
+    let seed = o.seed ?? Math.floor(Math.random() * 2 ** 53);
+    seed = BigInt.asUintN(64, BigInt(seed));
+    const seedLo = Number(seed & 0xffffffffn);
+    const seedHi = Number(seed >> 32n);
+
+    const ids = o.tokens ?? this.tokenize(String(o.prompt ?? ''), o.addBos ?? true);
+    const idp = m._malloc(Math.max(1, ids.length) * 4);
+    new Int32Array(this.heap().buffer, idp, ids.length).set(ids);
+    const t0 = performance.now();
+    const rc = m._kr_gen_start(s, idp, ids.length, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0);
+    m._free(idp);
+    if (rc !== 0) throw this.fail('krafla: generate');
+    const t1 = performance.now();
+
+    const emit = (text) => { if (text) this.post({ type: 'event', id, event: { type: 'text', text } }); };
+    const stop = new StopFilter(o.stop ?? [], emit);
+    const dec = new TextDecoder('utf-8');
+    const lenp = m._malloc(4);
+    let n = 0;
+    let reason = 'length';
+    let wasm = 0;
+    try {
+      while (n < maxTokens) {
+        if (this.aborted.has(id)) { reason = 'abort'; break; }
+        const a = performance.now();
+        const tok = m._kr_gen_next(s);
+        if (tok === -1) throw this.fail('krafla: generate');
+        if (tok === -2) { reason = 'context'; break; }
+        ++n;
+        if (tok === info.eosId || tok === info.bosId) { wasm += performance.now() - a; reason = 'eos'; break; }
+        const p = m._kr_gen_piece(s, lenp);
+        const len = new Int32Array(this.heap().buffer, lenp, 1)[0];
+        const text = dec.decode(this.pieceBytes(p, len), { stream: true });
+        wasm += performance.now() - a;
+        if (stop.push(text)) { reason = 'stop'; break; }
+        await this.yieldNow();
+      }
+    } finally {
+      m._free(lenp);
+    }
+    if (reason !== 'stop') stop.push(dec.decode());
+    stop.finish(reason === 'stop');
+    const t2 = performance.now();
+    return {
+      promptTokens: ids.length,
+      generatedTokens: n,
+      promptSeconds: (t1 - t0) / 1000,
+      decodeSeconds: wasm / 1000,
+      wallSeconds: (t2 - t0) / 1000,
+      promptTokensPerSecond: t1 > t0 ? ids.length / ((t1 - t0) / 1000) : 0,
+      tokensPerSecond: wasm > 0 ? n / (wasm / 1000) : 0,
+      stopReason: reason,
+      seed: seed.toString(),
+      build: this.build.name,
+    };
+  }
+
+  // Prefill and decode speed without the per-token round trips (the benchmark): feeds n prompt
+  // tokens in one batched eval, then decodes `decode` tokens greedily.
+  op_bench(_id, { prompt = 64, decode = 64, reps = 1 }) {
+    const s = this.requireSession();
+    const m = this.mod;
+    const info = this.info();
+    const n = Math.min(prompt, info.ctx - decode - 1);
+    const idp = m._malloc(n * 4);
+    const arr = new Int32Array(this.heap().buffer, idp, n);
+    for (let i = 0; i < n; ++i) arr[i] = i === 0 ? info.bosId : 3 + ((i * 7919) % (info.vocabSize - 3));
+    let best = { prefill: 0, decode: 0 };
+    for (let r = 0; r < reps; ++r) {
+      const a = performance.now();
+      if (m._kr_eval(s, idp, n, 0) !== 0) throw this.fail('krafla: bench');
+      const b = performance.now();
+      if (m._kr_gen_start(s, idp, 1, 0, 1, 0, 1, 0) !== 0) throw this.fail('krafla: bench');
+      if (m._kr_gen_next(s) < 0) throw this.fail('krafla: bench'); // samples only: nothing to feed yet
+      const c = performance.now();
+      for (let i = 0; i < decode; ++i) if (m._kr_gen_next(s) < 0) throw this.fail('krafla: bench');
+      const d = performance.now();
+      best = {
+        prefill: Math.max(best.prefill, n / ((b - a) / 1000)),
+        decode: Math.max(best.decode, decode / ((d - c) / 1000)),
+      };
+    }
+    m._free(idp);
+    return { promptTokens: n, decodeTokens: decode, prefillTokensPerSecond: best.prefill, decodeTokensPerSecond: best.decode, build: this.build.name, nThreads: this.threads };
+  }
+}

@@ -1,0 +1,4 @@
+// krafla: LLM inference in WebAssembly, in a Web Worker (browsers) or a worker_thread (node).
+export { Krafla, KraflaError } from './client.js';
+export { chooseBuild, detectFeatures, BUILD_ORDER } from './detect.js';
+export { parseHeader, estimateMemory, checkFits, WASM32_MAX_BYTES } from './header.js';
