@@ -44,10 +44,12 @@ async function listBuilds(distUrl) {
   return JSON.parse(text).builds;
 }
 
-async function importBuild(distUrl, name) {
+const STATUS_KINDS = ['ok', 'io', 'format', 'shape', 'nomem', 'isa', 'arg'];
+
+async function importBuild(distUrl, name, poolSize) {
   const modUrl = new URL(`${name}/krafla.mjs`, distUrl);
   const { default: factory } = await import(modUrl.href);
-  const opts = {};
+  const opts = { pthreadPoolSize: poolSize };
   if (modUrl.protocol === 'file:') {
     // 3.1.6's node glue cannot fetch its .wasm from an ES module (../shared/TOOLCHAIN.md, section 1).
     const { readFile } = await import('node:fs/promises');
@@ -99,12 +101,16 @@ export class Host {
 
   fail(what) {
     const m = this.mod;
-    return new KraflaError(`${what}: ${m.UTF8ToString(m._kr_error())}`, m.UTF8ToString(m._kr_error_kind()));
+    return new KraflaError(`${what}: ${m.UTF8ToString(m._krafla_last_error())}`, STATUS_KINDS[m._krafla_last_status()] ?? 'error');
   }
 
-  // Copies bytes into a fresh kr_alloc buffer; the caller owns it.
+  i32(ptr, n) {
+    return new Int32Array(this.heap().buffer, ptr, n);
+  }
+
+  // Copies bytes into a fresh krafla_alloc buffer; the caller owns it.
   toHeap(bytes) {
-    const p = this.mod._kr_alloc(bytes.length);
+    const p = this.mod._krafla_alloc(bytes.length);
     if (!p) throw this.fail('krafla: loading the model');
     this.heap().set(bytes, p);
     return p;
@@ -138,14 +144,15 @@ export class Host {
     }
     const available = builds ?? (await listBuilds(distUrl));
     const choice = chooseBuild(available, features, { threads, force });
-    this.mod = await importBuild(distUrl, choice.name);
-    const m = this.mod;
     const cores = features.hardwareConcurrency || 1;
+    // Threads: the caller plus a pthread pool of n - 1 workers started with the module.
     this.threads = choice.threaded ? (typeof threads === 'number' ? threads : Math.max(1, Math.min(cores, 4))) : 1;
+    this.mod = await importBuild(distUrl, choice.name, Math.max(1, this.threads - 1));
+    const m = this.mod;
     this.build = {
       ...choice,
-      kernels: m.UTF8ToString(m._kr_build_isa()),
-      packG: m._kr_build_pack_g(),
+      kernels: m.UTF8ToString(m._krafla_build_isa()),
+      packG: m._krafla_build_pack_g(),
       nThreads: this.threads,
       features,
     };
@@ -191,7 +198,7 @@ export class Host {
     const size = bytes.length;
     const p = this.toHeap(bytes);
     bytes = null;
-    const s = this.mod._kr_open(p, size, this.threads, ctx);
+    const s = this.mod._krafla_open(p, size, ctx, 0, this.threads, 0);
     if (!s) throw this.fail(`${name}`);
     this.session = s;
     progress({ phase: 'load', loaded: 1, total: 1 });
@@ -204,8 +211,8 @@ export class Host {
     FS.writeFile('/ckpt.bin', checkpoint);
     FS.writeFile('/tokenizer.bin', tokenizer);
     try {
-      const rc = this.mod.ccall('kr_convert_llama2c', 'number', ['string', 'string', 'string', 'number'],
-        ['/ckpt.bin', '/tokenizer.bin', '/model.mlb', 2]);
+      const rc = this.mod.ccall('krafla_convert_llama2c', 'number', ['string', 'string', 'string', 'number', 'number'],
+        ['/ckpt.bin', '/tokenizer.bin', '/model.mlb', 0, 0]);
       if (rc !== 0) throw this.fail(`${name}: converting the llama2.c checkpoint`);
       return FS.readFile('/model.mlb');
     } finally {
@@ -217,22 +224,18 @@ export class Host {
 
   info() {
     const m = this.mod;
-    const p = m._malloc(64);
-    m._kr_info(this.session, p);
-    const v = Array.from(new Int32Array(this.heap().buffer, p, 16));
-    m._free(p);
-    const [vocabSize, ctx, maxSeq, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, wtype, bosId, eosId,
-      hasTokenizer, nThreads, packG, stateKiB] = v;
+    const i = JSON.parse(m.UTF8ToString(m._krafla_info_json(this.session)));
     return {
-      vocabSize, ctx, maxSeq, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim,
-      wtype: wtype === 3 ? 'q4' : 'q8', bosId, eosId, hasTokenizer: !!hasTokenizer, nThreads, packG,
-      stateBytes: stateKiB * 1024, isa: this.build.kernels,
+      vocabSize: i.vocab_size, ctx: i.ctx, maxSeq: i.max_seq, dim: i.dim, hiddenDim: i.hidden_dim, nLayers: i.n_layers,
+      nHeads: i.n_heads, nKvHeads: i.n_kv_heads, headDim: i.head_dim, wtype: i.wtype, bosId: i.bos_id, eosId: i.eos_id,
+      hasTokenizer: i.has_tokenizer, nThreads: i.n_threads, batch: i.batch, packG: i.packed ? i.pack_g : 0,
+      stateBytes: i.state_bytes, packedBytes: i.packed_bytes, modelBytes: i.model_bytes, isa: i.isa,
     };
   }
 
   unload() {
     if (this.session) {
-      this.mod._kr_close(this.session);
+      this.mod._krafla_close(this.session);
       this.session = 0;
     }
   }
@@ -250,14 +253,17 @@ export class Host {
     const s = this.requireSession();
     const m = this.mod;
     return this.withString(text, (p, len) => {
-      const cap = len + 3;
-      const ids = m._malloc(cap * 4);
-      try {
-        const n = m._kr_tokenize(s, p, len, addBos ? 1 : 0, ids, cap);
-        if (n < 0) throw this.fail('krafla: tokenize');
-        return Array.from(new Int32Array(this.heap().buffer, ids, n));
-      } finally {
-        m._free(ids);
+      let cap = len + 3;
+      for (;;) {
+        const ids = m._malloc(cap * 4);
+        try {
+          const n = m._krafla_tokenize(s, p, len, addBos ? 1 : 0, ids, cap);
+          if (n < 0) throw this.fail('krafla: tokenize');
+          if (n <= cap) return Array.from(this.i32(ids, n));
+          cap = n;
+        } finally {
+          m._free(ids);
+        }
       }
     });
   }
@@ -283,8 +289,8 @@ export class Host {
         if (!Number.isInteger(id) || id < 0 || id >= vocab) {
           throw new KraflaError(`krafla: detokenize: token id ${id} is outside the vocabulary 0..${vocab - 1}`, 'arg');
         }
-        const p = m._kr_piece(s, prev, id, lenp);
-        const len = new Int32Array(this.heap().buffer, lenp, 1)[0];
+        const p = m._krafla_piece(s, prev, id, lenp);
+        const len = this.i32(lenp, 1)[0];
         text += dec.decode(this.pieceBytes(p, len), { stream: true });
         prev = id;
       }
@@ -312,39 +318,52 @@ export class Host {
     const seedHi = Number(seed >> 32n);
 
     const ids = o.tokens ?? this.tokenize(String(o.prompt ?? ''), o.addBos ?? true);
-    const idp = m._malloc(Math.max(1, ids.length) * 4);
-    new Int32Array(this.heap().buffer, idp, ids.length).set(ids);
-    const t0 = performance.now();
-    const rc = m._kr_gen_start(s, idp, ids.length, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0);
-    m._free(idp);
-    if (rc !== 0) throw this.fail('krafla: generate');
-    const t1 = performance.now();
+    if (!ids.length) throw new KraflaError('krafla: generate: the prompt is empty (pass addBos: true or some text)', 'arg');
+    if (ids.length > info.ctx) throw new KraflaError(`krafla: generate: the prompt has ${ids.length} tokens, more than the context of ${info.ctx}`, 'arg');
+    if (m._krafla_sampler(s, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0) < 0) throw this.fail('krafla: generate');
 
+    // The loop of ml_engine_generate (wasm/README.md), one token per turn of the event loop.
+    const idp = m._malloc(Math.max(ids.length, 1) * 4);
+    const lenp = m._malloc(4);
     const emit = (text) => { if (text) this.post({ type: 'event', id, event: { type: 'text', text } }); };
     const stop = new StopFilter(o.stop ?? [], emit);
     const dec = new TextDecoder('utf-8');
-    const lenp = m._malloc(4);
     let n = 0;
     let reason = 'length';
-    let wasm = 0;
+    let wasmMs = 0;
+    let t0 = 0;
+    let t1 = 0;
     try {
+      this.i32(idp, ids.length).set(ids);
+      t0 = performance.now();
+      if (m._krafla_eval(s, idp, ids.length, 0) < 0) throw this.fail('krafla: generate');
+      t1 = performance.now();
+      let prev = ids[ids.length - 1];
+      let pos = ids.length;
       while (n < maxTokens) {
         if (this.aborted.has(id)) { reason = 'abort'; break; }
         const a = performance.now();
-        const tok = m._kr_gen_next(s);
-        if (tok === -1) throw this.fail('krafla: generate');
-        if (tok === -2) { reason = 'context'; break; }
+        const tok = m._krafla_sample(s);
         ++n;
-        if (tok === info.eosId || tok === info.bosId) { wasm += performance.now() - a; reason = 'eos'; break; }
-        const p = m._kr_gen_piece(s, lenp);
-        const len = new Int32Array(this.heap().buffer, lenp, 1)[0];
-        const text = dec.decode(this.pieceBytes(p, len), { stream: true });
-        wasm += performance.now() - a;
+        if (tok === info.eosId || tok === info.bosId) { wasmMs += performance.now() - a; reason = 'eos'; break; }
+        const p = m._krafla_piece(s, prev, tok, lenp);
+        const text = dec.decode(this.heap().slice(p, p + this.i32(lenp, 1)[0]), { stream: true });
+        prev = tok;
+        let more = n < maxTokens;
+        if (more && pos >= info.ctx) { reason = 'context'; more = false; }
+        if (more) {
+          this.i32(idp, 1)[0] = tok;
+          if (m._krafla_eval(s, idp, 1, pos) < 0) throw this.fail('krafla: generate');
+          ++pos;
+        }
+        wasmMs += performance.now() - a;
         if (stop.push(text)) { reason = 'stop'; break; }
+        if (!more) break;
         await this.yieldNow();
       }
     } finally {
       m._free(lenp);
+      m._free(idp);
     }
     if (reason !== 'stop') stop.push(dec.decode());
     stop.finish(reason === 'stop');
@@ -353,42 +372,44 @@ export class Host {
       promptTokens: ids.length,
       generatedTokens: n,
       promptSeconds: (t1 - t0) / 1000,
-      decodeSeconds: wasm / 1000,
+      decodeSeconds: wasmMs / 1000,
       wallSeconds: (t2 - t0) / 1000,
       promptTokensPerSecond: t1 > t0 ? ids.length / ((t1 - t0) / 1000) : 0,
-      tokensPerSecond: wasm > 0 ? n / (wasm / 1000) : 0,
+      tokensPerSecond: wasmMs > 0 ? n / (wasmMs / 1000) : 0,
       stopReason: reason,
       seed: seed.toString(),
       build: this.build.name,
     };
   }
 
-  // Prefill and decode speed without the per-token round trips (the benchmark): feeds n prompt
-  // tokens in one batched eval, then decodes `decode` tokens greedily.
+  // Prefill and decode speed without the per-token round trips (the benchmark): one batched eval
+  // of `prompt` tokens, then `decode` single-token evals with greedy sampling; best of `reps`.
   op_bench(_id, { prompt = 64, decode = 64, reps = 1 }) {
     const s = this.requireSession();
     const m = this.mod;
     const info = this.info();
-    const n = Math.min(prompt, info.ctx - decode - 1);
+    const n = Math.max(1, Math.min(prompt, info.ctx - decode - 1));
     const idp = m._malloc(n * 4);
-    const arr = new Int32Array(this.heap().buffer, idp, n);
-    for (let i = 0; i < n; ++i) arr[i] = i === 0 ? info.bosId : 3 + ((i * 7919) % (info.vocabSize - 3));
+    const fill = () => { const a = this.i32(idp, n); for (let i = 0; i < n; ++i) a[i] = i === 0 ? info.bosId : 3 + ((i * 7919) % (info.vocabSize - 3)); };
     let best = { prefill: 0, decode: 0 };
-    for (let r = 0; r < reps; ++r) {
-      const a = performance.now();
-      if (m._kr_eval(s, idp, n, 0) !== 0) throw this.fail('krafla: bench');
-      const b = performance.now();
-      if (m._kr_gen_start(s, idp, 1, 0, 1, 0, 1, 0) !== 0) throw this.fail('krafla: bench');
-      if (m._kr_gen_next(s) < 0) throw this.fail('krafla: bench'); // samples only: nothing to feed yet
-      const c = performance.now();
-      for (let i = 0; i < decode; ++i) if (m._kr_gen_next(s) < 0) throw this.fail('krafla: bench');
-      const d = performance.now();
-      best = {
-        prefill: Math.max(best.prefill, n / ((b - a) / 1000)),
-        decode: Math.max(best.decode, decode / ((d - c) / 1000)),
-      };
+    try {
+      if (m._krafla_sampler(s, 0, 1, 0, 1, 0) < 0) throw this.fail('krafla: bench');
+      for (let r = 0; r < reps; ++r) {
+        fill();
+        const a = performance.now();
+        if (m._krafla_eval(s, idp, n, 0) < 0) throw this.fail('krafla: bench');
+        const b = performance.now();
+        for (let i = 0; i < decode; ++i) {
+          this.i32(idp, 1)[0] = m._krafla_sample(s);
+          if (m._krafla_eval(s, idp, 1, n + i) < 0) throw this.fail('krafla: bench');
+        }
+        const c = performance.now();
+        best = { prefill: Math.max(best.prefill, n / ((b - a) / 1000)), decode: Math.max(best.decode, decode / ((c - b) / 1000)) };
+      }
+    } finally {
+      m._free(idp);
     }
-    m._free(idp);
-    return { promptTokens: n, decodeTokens: decode, prefillTokensPerSecond: best.prefill, decodeTokensPerSecond: best.decode, build: this.build.name, nThreads: this.threads };
+    return { promptTokens: n, decodeTokens: decode, prefillTokensPerSecond: best.prefill, decodeTokensPerSecond: best.decode,
+      build: this.build.name, nThreads: this.threads };
   }
 }
