@@ -2,7 +2,8 @@
 dynamic initialiser. Such an initialiser runs before main(), so before native/main_guard.cpp
 checks the CPU, and could execute an instruction the CPU lacks (DESIGN.md, "ISA guard").
 
-Usage: check_static_init.py LIB.a [LIB.a ...]"""
+Usage: check_static_init.py LIB.a [LIB.a ...]   (ML_NM: the nm to use, e.g. llvm-nm for wasm objects)"""
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,8 @@ import sys
 def main(libs):
     bad = []
     for lib in libs:
-        out = subprocess.run(["nm", "-A", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+        nm = os.environ.get("ML_NM") or "nm"
+        out = subprocess.run([nm, "-A", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
         bad += [line for line in out.splitlines() if "_GLOBAL__sub_I" in line or ".init_array" in line]
     for line in bad:
         print("dynamic initialiser in ISA-compiled code:", line)

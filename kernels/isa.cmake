@@ -26,6 +26,8 @@ ml_isa(avx2        PARENT sse41  ARCH x86  FLAGS -mavx2 -mfma -mf16c)
 ml_isa(avxvnni     PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavxvnni)
 # avx512vnni skips avxvnni on purpose: Ice Lake and Cascade Lake lack the VEX-encoded AVX-VNNI.
 ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni)
+# WebAssembly (Emscripten presets wasm_*): no CPU check at run time; the browser JS feature-detects.
+ml_isa(wasm_simd128 PARENT scalar ARCH wasm FLAGS -msimd128)
 
 # "native" picks the highest x86 ISA whose folder exists and that this CPU runs (probe below).
 function(ml_isa_detect_native out)

@@ -47,6 +47,13 @@
 #define ML_TEST_ISA_AVX512VNNI(X, a)
 #endif
 
+#ifdef ML_ENABLE_WASM_SIMD128
+#include "kernels/wasm_simd128/wasm_simd128.h"
+#define ML_TEST_ISA_WASM_SIMD128(X, a) X(wasm_simd128, a)
+#else
+#define ML_TEST_ISA_WASM_SIMD128(X, a)
+#endif
+
 #define ML_TEST_ISAS(X, a)                                                                          \
   ML_TEST_ISA_SCALAR(X, a) ML_TEST_ISA_SSE2(X, a) ML_TEST_ISA_SSE41(X, a) ML_TEST_ISA_AVX2(X, a) \
-      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a)
+      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a) ML_TEST_ISA_WASM_SIMD128(X, a)

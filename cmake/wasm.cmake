@@ -1,0 +1,50 @@
+# WebAssembly (Emscripten) settings, included by the top-level CMakeLists.txt when EMSCRIPTEN.
+# The presets wasm_* set the toolchain, ML_ISA, ML_THREADS and the node emulator
+# (CMakePresets.json); ../shared/TOOLCHAIN.md section 1 records why each flag is here.
+#
+#   ML_THREADS ON   Emscripten pthreads: every object is compiled and linked with -pthread, and a
+#                   pool of ML_WASM_PTHREAD_POOL web workers is started with the program (a
+#                   pthread_create beyond the pool fails instead of deadlocking: the main thread
+#                   never returns to the event loop while the thread pool waits).
+#   ml_wasm_cli(T)  an executable run under node: the host file system (NODERAWFS), a heap that
+#                   grows to 4 GB, and EXIT_RUNTIME (without it a threaded program never exits).
+#
+# Apps and tests keep C++ exceptions (CLI11, Catch2): 3.1.6 defaults to -fignore-exceptions, so
+# -fexceptions is passed everywhere; the core libraries take it back with ml_strict's -fno-exceptions.
+
+set(ML_WASM_PTHREAD_POOL 8 CACHE STRING "web workers started with a threaded wasm program (max -t is this + 1)")
+
+# Header-only host packages (CLI11, Catch2 v2): the Emscripten toolchain hides /usr/include and
+# /usr/lib/cmake, so expose each through a folder holding one symlink (never /usr/include itself,
+# whose glibc headers would shadow the wasm sysroot's).
+set(_inc ${CMAKE_BINARY_DIR}/wasm-host-include)
+file(MAKE_DIRECTORY ${_inc})
+foreach(_d CLI catch2)
+  if(NOT EXISTS ${_inc}/${_d})
+    file(CREATE_LINK /usr/include/${_d} ${_inc}/${_d} SYMBOLIC)
+  endif()
+endforeach()
+add_library(CLI11::CLI11 INTERFACE IMPORTED GLOBAL)
+target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${_inc})
+add_library(Catch2::Catch2 INTERFACE IMPORTED GLOBAL)
+target_include_directories(Catch2::Catch2 SYSTEM INTERFACE ${_inc})
+list(APPEND CMAKE_MODULE_PATH /usr/lib/cmake/Catch2)  # include(Catch): catch_discover_tests
+
+# Links at -O2 and up run Emscripten's acorn optimizer under node, which needs Debian's node
+# modules (NodeSource node does not search /usr/share/nodejs): set NODE_PATH for every link, so
+# a plain `cmake --build build/wasm_*` works without the preset's environment too.
+set(CMAKE_CXX_LINKER_LAUNCHER ${CMAKE_COMMAND} -E env NODE_PATH=/usr/share/nodejs)
+
+add_compile_options(-fexceptions)
+add_link_options(-fexceptions)
+if(ML_THREADS)
+  add_compile_options(-pthread)
+  add_link_options(-pthread -sPTHREAD_POOL_SIZE=${ML_WASM_PTHREAD_POOL} -sPTHREAD_POOL_SIZE_STRICT=2)
+  # FindThreads (src/core) then finds -pthread already in effect.
+  set(THREADS_PREFER_PTHREAD_FLAG ON)
+endif()
+
+function(ml_wasm_cli target)
+  target_link_options(${target} PRIVATE -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sALLOW_MEMORY_GROWTH=1
+                      -sMAXIMUM_MEMORY=4GB)
+endfunction()
