@@ -105,7 +105,8 @@ async function generate() {
   demo.stats = null;
   $('stats').textContent = 'Generating…';
   try {
-    const it = engine.generate($('prompt').value, { ...opts, signal: controller.signal });
+    demo.tokens = 0;
+    const it = engine.generate($('prompt').value, { ...opts, signal: controller.signal, onToken: (t) => { demo.tokens = t.n; } });
     for (;;) {
       const r = await it.next();
       if (r.done) { demo.stats = r.value; break; }

@@ -2,6 +2,10 @@
 // in-process, and turns its messages into promises and async iterators. See index.d.ts.
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
+function canShare() {
+  return typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+}
+
 export class KraflaError extends Error {
   constructor(message, kind = 'error') {
     super(message);
@@ -109,7 +113,7 @@ export class Krafla {
    * (and this.lastStats) holds the statistics.
    */
   async *generate(prompt, options = {}) {
-    const { signal, onStats, ...rest } = options;
+    const { signal, onStats, onToken, ...rest } = options;
     if (signal?.aborted) throw signal.reason ?? new DOMException('aborted', 'AbortError');
     const queue = [];
     let wake = null;
@@ -118,10 +122,21 @@ export class Krafla {
     let stats = null;
     const notify = () => { const w = wake; wake = null; w?.(); };
     const id = this.nextId;
-    const done = this.call('generate', { prompt, ...rest }, (e) => { if (e.type === 'text') { queue.push(e.text); notify(); } })
+    // Where memory can be shared (node, cross-origin isolated pages) the abort is a flag the
+    // worker reads before every token, so it lands within one token even when tokens are faster
+    // than a message; elsewhere the 'abort' message is read between tokens.
+    const flag = canShare() ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const done = this.call('generate', { prompt, ...rest, abortFlag: flag }, (e) => {
+      if (e.type !== 'text') return;
+      onToken?.({ n: e.n, text: e.text });
+      if (e.text) { queue.push(e.text); notify(); }
+    })
       .then((s) => { stats = s; }, (e) => { failure = e; })
       .finally(() => { finished = true; notify(); });
-    const abort = () => this.channel?.post({ type: 'abort', id });
+    const abort = () => {
+      if (flag) Atomics.store(flag, 0, 1);
+      this.channel?.post({ type: 'abort', id });
+    };
     signal?.addEventListener('abort', abort, { once: true });
     try {
       for (;;) {

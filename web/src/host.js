@@ -325,8 +325,14 @@ export class Host {
     // The loop of ml_engine_generate (wasm/README.md), one token per turn of the event loop.
     const idp = m._malloc(Math.max(ids.length, 1) * 4);
     const lenp = m._malloc(4);
-    const emit = (text) => { if (text) this.post({ type: 'event', id, event: { type: 'text', text } }); };
-    const stop = new StopFilter(o.stop ?? [], emit);
+    // One event per token (its text may be empty: a BOS/EOS, a byte waiting for the rest of its
+    // character, text held back by a stop string).
+    let pending = '';
+    const stop = new StopFilter(o.stop ?? [], (text) => { pending += text; });
+    const emit = (n) => {
+      this.post({ type: 'event', id, event: { type: 'text', text: pending, n } });
+      pending = '';
+    };
     const dec = new TextDecoder('utf-8');
     let n = 0;
     let reason = 'length';
@@ -341,7 +347,7 @@ export class Host {
       let prev = ids[ids.length - 1];
       let pos = ids.length;
       while (n < maxTokens) {
-        if (this.aborted.has(id)) { reason = 'abort'; break; }
+        if (this.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) { reason = 'abort'; break; }
         const a = performance.now();
         const tok = m._krafla_sample(s);
         ++n;
@@ -357,7 +363,8 @@ export class Host {
           ++pos;
         }
         wasmMs += performance.now() - a;
-        if (stop.push(text)) { reason = 'stop'; break; }
+        if (stop.push(text)) { reason = 'stop'; emit(n); break; }
+        emit(n);
         if (!more) break;
         await this.yieldNow();
       }
@@ -367,6 +374,7 @@ export class Host {
     }
     if (reason !== 'stop') stop.push(dec.decode());
     stop.finish(reason === 'stop');
+    if (pending) emit(n);
     const t2 = performance.now();
     return {
       promptTokens: ids.length,

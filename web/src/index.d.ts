@@ -106,6 +106,8 @@ export interface GenerateOptions {
   /** Use these prompt ids instead of tokenizing the prompt. */
   tokens?: number[];
   onStats?: (s: GenerateStats) => void;
+  /** Called as each token's event arrives (before the iterator yields it): n counts the tokens generated so far; text may be ''. */
+  onToken?: (t: { n: number; text: string }) => void;
 }
 
 export interface GenerateStats {

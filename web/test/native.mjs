@@ -41,3 +41,14 @@ export function nativeSampled(prompt, n, temp, topP, seed) {
   return execFileSync(tool('ml_run'), [nativeMlb(), '-p', prompt, '-n', String(n), '--temp', String(temp), '--top-p', String(topP), '--seed', String(seed)],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).replace(/\n$/, '');
 }
+
+/** A slower model (dim 288, 6 layers: a few ms a token) with stories260K's tokenizer; greedy never samples EOS. */
+export function slowModel() {
+  mkdirSync(artifactsDir, { recursive: true });
+  const out = join(artifactsDir, 'slow-288x6.mlb');
+  if (!existsSync(out)) {
+    execFileSync(tool('ml_convert'), ['random', '--dim', '288', '--hidden', '768', '--layers', '6', '--heads', '6',
+      '--kv-heads', '6', '--vocab', '512', '--max-seq', '1024', '--tokenizer', tokenizer, '--wtype', 'q8', '-o', out]);
+  }
+  return out;
+}
