@@ -6,7 +6,7 @@
 // Prints a Markdown table; with --write it replaces the section "## WebAssembly in Chromium
 // (issue 6)" of docs/benchmarks.md.
 //   node web/scripts/bench-browser.mjs [--write] [--big] [--reps N] [--threads N]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -48,8 +48,8 @@ function native(preset, model, threads) {
   const ids = Array.from({ length: PROMPT }, (_, i) => (i === 0 ? 1 : 3 + ((i * 7919) % (vocab - 3))));
   let best = { prefill: 0, decode: 0 };
   for (let r = 0; r < reps; ++r) {
-    const err = execFileSync(bin, [model.file, '--tokens', ids.join(' '), '-n', String(DECODE), '--temp', '0', '-t', String(threads)],
-      { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+    const err = spawnSync(bin, [model.file, '--tokens', ids.join(' '), '-n', String(DECODE), '--temp', '0', '-t', String(threads)],
+      { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] }).stderr;
     const m = /prompt \d+ tokens \(([\d.]+) tok\/s\), generated \d+ tokens, ([\d.]+) tok\/s/.exec(err);
     if (m) best = { prefill: Math.max(best.prefill, Number(m[1])), decode: Math.max(best.decode, Number(m[2])) };
   }

@@ -183,11 +183,12 @@ export class Host {
       if (hit) ({ bytes, fromCache } = hit);
     }
     if (!bytes) {
-      const got = await readSource(source, { cache, check, progress, phase: 'download', headBytes: MLB_HEADER_BYTES });
+      // A llama2.c checkpoint is cached once converted (convertedKey), not as downloaded.
+      const got = await readSource(source, { cache, cacheIf: () => header?.kind === 'mlb', check, progress, phase: 'download', headBytes: MLB_HEADER_BYTES });
       bytes = got.bytes;
       fromCache = got.fromCache;
       if (header.kind === 'llama2c') {
-        const tok = await readSource(tokenizer, { cache, progress, phase: 'tokenizer' });
+        const tok = await readSource(tokenizer, { cache, cacheIf: () => false, progress, phase: 'tokenizer' });
         progress({ phase: 'convert', loaded: 0, total: 1 });
         bytes = this.convert(bytes, tok.bytes, name);
         progress({ phase: 'convert', loaded: 1, total: 1 });

@@ -61,10 +61,10 @@ async function readStream(stream, total, { check, progress, phase, headBytes = 2
 
 /**
  * Returns {bytes: Uint8Array, fromCache} for src. For a URL with `cache` (a Cache Storage name)
- * a cached copy is used when present and the download is stored otherwise; `cacheOnly` returns
- * null on a miss instead of downloading.
+ * a cached copy is used when present and the download is stored otherwise (when cacheIf(), if
+ * given, agrees); `cacheOnly` returns null on a miss instead of downloading.
  */
-export async function readSource(src, { cache = false, cacheOnly = false, check, progress, phase = 'download', headBytes = 256 } = {}) {
+export async function readSource(src, { cache = false, cacheOnly = false, cacheIf, check, progress, phase = 'download', headBytes = 256 } = {}) {
   if (src instanceof URL) src = src.href;
   if (typeof src === 'string') {
     let cached = null;
@@ -85,7 +85,7 @@ export async function readSource(src, { cache = false, cacheOnly = false, check,
     if (!res.ok) throw new Error(`${src}: the download failed: HTTP ${res.status} ${res.statusText}`);
     const total = Number(res.headers.get('content-length')) || 0;
     const bytes = await readStream(res.body, total, { check, progress, phase, headBytes });
-    if (cache) await cachePut(cache, src, bytes);
+    if (cache && (!cacheIf || cacheIf())) await cachePut(cache, src, bytes);
     return { bytes, fromCache: false };
   }
   if (typeof Blob === 'function' && src instanceof Blob) {
