@@ -39,7 +39,8 @@ add_compile_options(-fexceptions)
 add_link_options(-fexceptions)
 if(ML_THREADS)
   add_compile_options(-pthread)
-  add_link_options(-pthread -sPTHREAD_POOL_SIZE=${ML_WASM_PTHREAD_POOL} -sPTHREAD_POOL_SIZE_STRICT=2)
+  add_link_options(-pthread -sPTHREAD_POOL_SIZE=${ML_WASM_PTHREAD_POOL} -sPTHREAD_POOL_SIZE_STRICT=2
+                   -Wno-pthreads-mem-growth)  # growth only slows JS heap access, not wasm code
   # FindThreads (src/core) then finds -pthread already in effect.
   set(THREADS_PREFER_PTHREAD_FLAG ON)
 endif()

@@ -1,7 +1,7 @@
 // ml_bench: single-thread kernel throughput of this build's bound kernels (matvec Q8/Q4 at the
-// shapes of spec/testing.txt, quantize_q8) and greedy decode speed on a model file, printed as
-// Markdown. Timings are the best of several repetitions; the machine is shared, so compare two
-// builds by running them alternately (docs/benchmarks.md).
+// shapes of spec/testing.txt, quantize_q8) and, on a model file, greedy decode and batched prefill
+// speed (-t threads), printed as Markdown. Timings are the best of several repetitions; the machine
+// is shared, so compare two builds by running them alternately (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -113,14 +113,19 @@ void bench_matvecs(int reps, double min_s) {
               4096.0 * 4 / sec / 1e9);
 }
 
-int bench_decode(const std::string& path, int steps, int reps) {
+int bench_decode(const std::string& path, int steps, int reps, int prefill, int threads) {
   ml_engine_params p{};
+  p.n_threads = threads;
   ml_engine* e = nullptr;
   ml_error err;
   if (ml_engine_open(&e, path.c_str(), &p, &err) != ML_OK) return ml::cli::report(PROG, err);
   const ml_engine_info info = ml_engine_get_info(e);
   const int n = std::min(steps, info.ctx - 1);
-  double best = 0;
+  // Prefill: a prompt of BOS plus fixed ids (2, 3, ...), fed in batches; no token generated.
+  const int np = std::max(1, std::min(prefill, info.ctx));
+  std::vector<int32_t> prompt(np);
+  for (int i = 0; i < np; ++i) prompt[i] = i == 0 ? info.bos_id : 2 + (i * 7) % (info.vocab_size - 2);
+  double best = 0, best_prefill = 0;
   for (int r = 0; r < reps; ++r) {
     ml_gen_params g{};
     g.max_tokens = n;
@@ -132,10 +137,20 @@ int bench_decode(const std::string& path, int steps, int reps) {
       return ml::cli::report(PROG, err);
     }
     if (st.gen_seconds > 0) best = std::max(best, st.n_generated / st.gen_seconds);
+    if (prefill > 0) {
+      g.max_tokens = 0;
+      if (ml_engine_generate(e, prompt.data(), prompt.size(), &g, nullptr, nullptr, &st, &err) != ML_OK) {
+        ml_engine_close(e);
+        return ml::cli::report(PROG, err);
+      }
+      if (st.prompt_seconds > 0) best_prefill = std::max(best_prefill, np / st.prompt_seconds);
+    }
   }
-  std::printf("\n| model | ISA | dim | layers | wtype | decode tokens | tok/s (best of %d) |\n"
-              "| --- | --- | --- | --- | --- | --- | --- |\n| %s | %s | %d | %d | %s | %d | %.1f |\n",
-              reps, path.c_str(), info.isa, info.dim, info.n_layers, info.wtype == 3 ? "Q4" : "Q8", n, best);
+  std::printf("\n| model | ISA | threads | dim | layers | wtype | decode tokens | decode tok/s | prefill tokens | "
+              "prefill tok/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+              "| %s | %s | %d | %d | %d | %s | %d | %.1f | %d | %.1f |\n(best of %d)\n",
+              path.c_str(), info.isa, info.n_threads, info.dim, info.n_layers, info.wtype == 3 ? "Q4" : "Q8", n, best,
+              prefill > 0 ? np : 0, best_prefill, reps);
   ml_engine_close(e);
   return 0;
 }
@@ -144,17 +159,20 @@ int bench_decode(const std::string& path, int steps, int reps) {
 
 int ml_main(int argc, char** argv) {
   std::string model;
-  int steps = 128, reps = 5;
+  int steps = 128, reps = 5, prefill = 64, threads = 1;
   double min_ms = 100;
   bool no_kernels = false;
-  CLI::App app{"ml_bench: kernel throughput and decode speed of this build (single thread, Markdown)", PROG};
+  CLI::App app{"ml_bench: kernel throughput (single thread) and decode/prefill speed of this build (Markdown)", PROG};
   app.add_option("--model", model, "model file (.mlb) to time greedy decoding on");
   app.add_option("-n,--steps", steps, "tokens to decode (default 128)");
   app.add_option("--reps", reps, "repetitions; the best is reported (default 5)");
   app.add_option("--min-ms", min_ms, "minimum milliseconds per kernel repetition (default 100)");
   app.add_flag("--no-kernels", no_kernels, "skip the kernel table");
+  app.add_option("--prefill", prefill, "prompt tokens to time prefill on (with --model; default 64, 0 = off)");
+  app.add_option("-t,--threads", threads, "threads for --model (default 1)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if (reps < 1 || steps < 1 || !(min_ms > 0)) return ml::cli::usage_error(PROG, "--reps, -n and --min-ms must be positive");
+  if (prefill < 0 || threads < 1) return ml::cli::usage_error(PROG, "--prefill must be >= 0 and -t >= 1");
 
   std::printf("build ISA: %s\n", ml::k::build_isa);
 #define ML_PRINT_BINDING(op) std::printf("%s -> %s\n", #op, k::op##_name);
@@ -162,6 +180,6 @@ int ml_main(int argc, char** argv) {
 #undef ML_PRINT_BINDING
   std::printf("\n");
   if (!no_kernels) bench_matvecs(reps, min_ms / 1000.0);
-  if (!model.empty()) return bench_decode(model, steps, reps);
+  if (!model.empty()) return bench_decode(model, steps, reps, prefill, threads);
   return 0;
 }
