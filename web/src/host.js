@@ -23,6 +23,20 @@ function makeYield() {
   return () => new Promise((r) => { waiting.push(r); ch.port2.postMessage(0); });
 }
 
+// Asks the browser (or node) for a wasm memory of `need` bytes and lets it go: a page whose
+// browser caps wasm memory below 4 GiB (mobile browsers, low-memory devices) refuses here, before
+// the download, rather than with an allocation failure after it.
+function probeMemory(need, name) {
+  if (need < 256 * 2 ** 20) return;
+  const pages = Math.min(65536, Math.ceil(need / 65536));
+  try {
+    new WebAssembly.Memory({ initial: pages, maximum: pages });
+  } catch (e) {
+    throw new KraflaError(`${name}: this model cannot fit: it needs about ${(need / 2 ** 30).toFixed(2)} GiB of wasm memory, ` +
+      `and this browser refused to allocate that much (${e.message})`, 'nomem');
+  }
+}
+
 class KraflaError extends Error {
   constructor(message, kind = 'error') {
     super(message);
@@ -171,7 +185,8 @@ export class Host {
       if (header.kind === 'llama2c' && !tokenizer) {
         throw new KraflaError(`${name}: a llama2.c checkpoint needs its tokenizer.bin: pass {tokenizer: ...} to load()`, 'arg');
       }
-      checkFits(header, name, limits);
+      const need = checkFits(header, name, limits);
+      probeMemory(need, name);
     };
     const convertedKey = cache && typeof source === 'string' && tokenizer && typeof tokenizer === 'string'
       ? `${source}${source.includes('?') ? '&' : '?'}krafla-mlb=q8&tokenizer=${encodeURIComponent(tokenizer)}` : null;
