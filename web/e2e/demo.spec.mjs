@@ -102,8 +102,9 @@ test('not isolated: a single-threaded build is chosen, and it says why', async (
   expect(text).toBe(nativeGreedy(PROMPT, 80));
 });
 
-test('the stop button ends a generation and the next one works', async ({ page }) => {
-  await open(page);
+for (const [label, base] of [['isolated: a shared abort flag', ISOLATED], ['not isolated: an abort message', PLAIN]]) {
+test(`the stop button ends a generation within a token and the next one works (${label})`, async ({ page }) => {
+  await open(page, base);
   await loadUrl(page, '/models/slow-288x6.mlb');
   // Greedy on this random model never samples EOS: 1000 tokens take seconds.
   await generate(page, { temperature: 0, maxTokens: 1000 });
@@ -121,6 +122,7 @@ test('the stop button ends a generation and the next one works', async ({ page }
   await generate(page, { temperature: 0, maxTokens: 5 });
   expect((await stats(page)).generatedTokens).toBe(5);
 });
+}
 
 test('a model loaded by URL is cached for the next visit', async ({ page }) => {
   await open(page);
