@@ -15,7 +15,7 @@ import { artifactsDir, nativeMlb, repoDir, scalarBin, webDir } from '../test/nat
 
 const args = process.argv.slice(2);
 const opt = (name, d) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : d; };
-const reps = Number(opt('--reps', 3));
+const repsAll = Number(opt('--reps', 3));
 const mtThreads = Number(opt('--threads', 2));
 const PROMPT = 64;
 const DECODE = 64;
@@ -33,18 +33,20 @@ const models = [
     ['--dim', '288', '--hidden', '768', '--layers', '6', '--heads', '6', '--kv-heads', '6', '--vocab', '32000', '--max-seq', '256', '--wtype', 'q8']) },
 ];
 if (args.includes('--big')) {
+  // Seconds a token here: only the SIMD builds, one repetition.
   models.push({ label: 'dim 2048, 22 layers, Q4 (TinyLlama-1.1B shape)', file: randomModel('random-2048-q4.mlb',
-    ['--dim', '2048', '--hidden', '5632', '--layers', '22', '--heads', '32', '--kv-heads', '4', '--vocab', '32000', '--max-seq', '256', '--wtype', 'q4']) });
+    ['--dim', '2048', '--hidden', '5632', '--layers', '22', '--heads', '32', '--kv-heads', '4', '--vocab', '32000', '--max-seq', '256', '--wtype', 'q4']),
+  only: (b) => !b.startsWith('wasm_scalar'), reps: 1 });
 }
 const builds = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
 const rows = [];
 const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
 
 // Native: ml_run on the same prompt ids (BOS, then a fixed pattern), greedy, best of reps.
-function native(preset, model, threads) {
+function native(preset, model, threads, reps) {
   const bin = join(repoDir, 'build', preset, 'bin', 'ml_run');
   if (!existsSync(bin)) return null;
-  const vocab = model.file.includes('260K') ? 512 : 32000;
+  const vocab = model.file.includes('260K') ? 512 : 32000; // the random models' vocabulary
   const ids = Array.from({ length: PROMPT }, (_, i) => (i === 0 ? 1 : 3 + ((i * 7919) % (vocab - 3))));
   let best = { prefill: 0, decode: 0 };
   for (let r = 0; r < reps; ++r) {
@@ -64,7 +66,8 @@ const chromiumVersion = browser.version();
 try {
   for (const model of models) {
     const url = `/models/${model.file.split('/').pop()}`;
-    for (const build of builds) {
+    const reps = model.reps ?? repsAll;
+    for (const build of builds.filter(model.only ?? (() => true))) {
       const threads = build.endsWith('_mt') ? mtThreads : 1;
       const page = await browser.newPage();
       await page.goto(`http://127.0.0.1:${PORT}/bench/index.html?build=${build}&model=${encodeURIComponent(url)}&threads=${threads}&prompt=${PROMPT}&decode=${DECODE}&reps=${reps}`);
@@ -82,7 +85,7 @@ try {
     }
     for (const preset of ['scalar', 'avx2', 'native']) {
       for (const threads of [1, mtThreads]) {
-        const b = native(preset, model, threads);
+        const b = native(preset, model, threads, reps);
         if (b) rows.push({ model: model.label, where: 'native', build: preset, threads, prefill: b.prefill, decode: b.decode });
       }
     }
@@ -97,7 +100,7 @@ const lines = [
   '## WebAssembly in Chromium (issue 6)',
   '',
   'Prefill (one batched eval of 64 prompt tokens) and decode (64 greedy tokens, one eval each) in tokens/s,',
-  `best of ${reps}, for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
+  `best of ${repsAll}, for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
   'cross-origin isolated) and in node (worker_threads), next to the native builds\' `ml_run` on the same prompt ids.',
   `Threaded builds run ${mtThreads} threads (the worker plus pthreads); the machine has 2 cores shared with other jobs.`,
   '',
