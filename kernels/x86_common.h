@@ -14,6 +14,9 @@
 //   ml_select_si128           bitwise select (pblendvb where SSE4.1 is enabled)
 //   ml_half4_to_float         4 IEEE halves -> floats, bit-exact with ml_half_to_float
 //   ml_exp_ps                 Cephes expf, relative error ~1e-7; 0 below -104, inf above 89
+//   ml_sum16_ps               the canonical 16-partial sum of kernels/numerics.h
+//   ml_loadu_ps_n             the first m floats (zeros past them), never reading past p + m
+//   ml_silu_mul_ps            silu(g) * u in kernels/numerics.h's form
 #pragma once
 #include <emmintrin.h>
 #ifdef __SSSE3__
@@ -147,4 +150,28 @@ static inline __m128 ml_exp_ps(__m128 x) {
   const __m128 s1 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n1, bias), 23));
   const __m128 s2 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n2, bias), 23));
   return _mm_mul_ps(_mm_mul_ps(p, s1), s2);
+}
+
+// The canonical sum (kernels/numerics.h) of 16 partials held as r[0] = P0..3, r[1] = P4..7,
+// r[2] = P8..11, r[3] = P12..15: P[l] += P[l + 8], then P[l] += P[l + 4], then ml_hsum_ps's
+// (P0 + P2) + (P1 + P3).
+static inline float ml_sum16_ps(const __m128 r[4]) {
+  return ml_hsum_ps(_mm_add_ps(_mm_add_ps(r[0], r[2]), _mm_add_ps(r[1], r[3])));
+}
+
+// Four floats at p, or the first m (< 4) and zeros; reads nothing past p + m.
+static inline __m128 ml_loadu_ps_n(const float* p, int m) {
+  if (m >= 4) return _mm_loadu_ps(p);
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < m; ++i) t[i] = p[i];
+  return _mm_loadu_ps(t);
+}
+
+// silu(g) * u as ml_k_silu_mul1: e = exp(-|g|), (g's sign bit set ? g * e : g) / (1 + e) * u.
+static inline __m128 ml_silu_mul_ps(__m128 g, __m128 u) {
+  const __m128 sign = _mm_set1_ps(-0.0f);
+  const __m128 e = ml_exp_ps(_mm_or_ps(g, sign));
+  const __m128 neg = _mm_castsi128_ps(_mm_srai_epi32(_mm_castps_si128(g), 31));  // all ones where the sign bit is set
+  const __m128 num = _mm_or_ps(_mm_and_ps(neg, _mm_mul_ps(g, e)), _mm_andnot_ps(neg, g));
+  return _mm_mul_ps(_mm_div_ps(num, _mm_add_ps(_mm_set1_ps(1.0f), e)), u);
 }

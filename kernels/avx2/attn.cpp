@@ -4,9 +4,11 @@
 // of each row are read (tails through vmaskmov or a zero-padded stack copy); s[j] for j < n_rows
 // and out[i] for i < head_dim are the only writes; no allocation, no global state.
 // Idiom: dots take 4 cache rows per pass so each query vector is loaded once for four rows, with
-// one FMA accumulator per row and a single horizontal sum; the Q8 dot is the exact int32
+// two accumulators per row holding kernels/numerics.h's 16 partial sums (plain mul/add, no FMA)
+// and its fixed reduction tree, so they match scalar bit for bit; the Q8 dot is the exact int32
 // pmaddubsw(|q|, sign(k, q)) + pmaddwd sum, scaled exactly as scalar code (bit-identical). axpy
-// keeps a 32-value slice of out in registers across all rows (one load and one store per value).
+// keeps a 32-value slice of out in registers across all rows (one load and one store per value),
+// out + w * v as two roundings like scalar code.
 #include "kernels/avx2/avx2.h"
 #include "kernels/x86_avx.h"
 
@@ -21,15 +23,16 @@ inline __m256 ld(const int8_t* p, int m) { return load_i8f_n(p, m); }
 // s[k] = dot(q, K + k * ks) for k < R.
 template <int R, class T>
 inline void dot_rows(float* s, const float* q, const T* K, size_t ks, int hd) {
-  __m256 acc[R];
-  for (int k = 0; k < R; ++k) acc[k] = _mm256_setzero_ps();
+  __m256 acc[R][2];
+  for (int k = 0; k < R; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
   for (int i = 0; i < hd; i += 8) {
-    const int m = hd - i;
+    const int m = hd - i, half = (i >> 3) & 1;  // values i..i+7 are partials (i % 16)..
     const __m256 qv = load_f32_n(q + i, m);
 #pragma GCC unroll 4
-    for (int k = 0; k < R; ++k) acc[k] = _mm256_fmadd_ps(qv, ld(K + (size_t)k * ks + i, m), acc[k]);
+    for (int k = 0; k < R; ++k)
+      acc[k][half] = _mm256_add_ps(acc[k][half], _mm256_mul_ps(qv, ld(K + (size_t)k * ks + i, m)));
   }
-  store_hsums<R>(s, acc);
+  for (int k = 0; k < R; ++k) s[k] = sum16(acc[k][0], acc[k][1]);
 }
 
 template <class T>
@@ -49,7 +52,7 @@ inline void axpy_slice(float* out, const T* V, size_t vs, int n_rows, int m, con
     const __m256 w = _mm256_set1_ps(wt(j));
     const T* v = V + (size_t)j * vs;
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) acc[k] = _mm256_fmadd_ps(w, ld(v + 8 * k, k == NV - 1 ? m : 8), acc[k]);
+    for (int k = 0; k < NV; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(w, ld(v + 8 * k, k == NV - 1 ? m : 8)));
   }
   for (int k = 0; k < NV; ++k) store_f32_n(out + 8 * k, acc[k], k == NV - 1 ? m : 8);
 }

@@ -1,10 +1,9 @@
 // AVX2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
 // written: tails go through vmaskmov loads and stores, which never touch masked-off lanes.
-// No allocation, no global state. Sums use 8 lanes (and FMA where a product is summed), so they
-// differ from scalar's left-to-right sums by rounding only (1e-5 relative, spec/testing.txt);
-// add and rope perform scalar's exact operations (plain mul/add, no FMA) and match it bit for bit.
-// exp is the Cephes polynomial of x86_avx.h, always called with arguments <= 0.
+// No allocation, no global state. Every op performs the scalar kernel's float operations in
+// kernels/numerics.h's canonical order (16 partial sums in two registers, plain mul/add, no FMA,
+// the Cephes exp of x86_avx.h), so each matches scalar bit for bit.
 #include <cmath>
 
 #include "kernels/avx2/avx2.h"
@@ -16,20 +15,14 @@ using namespace ml::k::x86;
 // so o may alias x.
 extern "C" void ml_k_rmsnorm_avx2(float* o, const float* x, const float* w, int n, float eps) {
   if (n <= 0) return;
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
-    s0 = _mm256_fmadd_ps(a, a, s0);
-    s1 = _mm256_fmadd_ps(b, b, s1);
-  }
-  for (; i < n; i += 8) {
+  __m256 r[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < n; i += 8) {  // values i..i+7 are partials i % 16 ..: register (i / 8) % 2
     const __m256 a = load_f32_n(x + i, n - i);
-    s0 = _mm256_fmadd_ps(a, a, s0);
+    r[(i >> 3) & 1] = _mm256_add_ps(r[(i >> 3) & 1], _mm256_mul_ps(a, a));
   }
-  const float ss = hsum(_mm256_add_ps(s0, s1));
+  const float ss = sum16(r[0], r[1]);
   const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(ss / (float)n + eps));
-  for (i = 0; i < n; i += 8) {
+  for (int i = 0; i < n; i += 8) {
     const int m = n - i;
     store_f32_n(o + i, _mm256_mul_ps(load_f32_n(w + i, m), _mm256_mul_ps(load_f32_n(x + i, m), scale)), m);
   }
@@ -54,15 +47,15 @@ extern "C" void ml_k_softmax_avx2(float* x, int n) {
     return;
   }
   const __m256 vmx = _mm256_set1_ps(mx);
-  __m256 sum = _mm256_setzero_ps();
+  __m256 r[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int i = 0; i < n; i += 8) {
     const int m = n - i;
     __m256 e = exp256(_mm256_sub_ps(load_f32_n(x + i, m), vmx));
     if (m < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(mask8(m)));  // keep the sum to n terms
     store_f32_n(x + i, e, m);
-    sum = _mm256_add_ps(sum, e);
+    r[(i >> 3) & 1] = _mm256_add_ps(r[(i >> 3) & 1], e);
   }
-  const __m256 vsum = _mm256_set1_ps(hsum(sum));
+  const __m256 vsum = _mm256_set1_ps(sum16(r[0], r[1]));
   for (int i = 0; i < n; i += 8) {
     const int m = n - i;
     store_f32_n(x + i, _mm256_div_ps(load_f32_n(x + i, m), vsum), m);

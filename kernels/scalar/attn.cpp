@@ -2,18 +2,17 @@
 // row, F16): scores (dot_*) and the weighted sum of values (axpy_*). Contract (kernels/ops.h):
 // rows j < n_rows of a cache start at j * stride elements; only head_dim values of each row
 // are read; s[j] for j < n_rows and out[i] for i < head_dim are the only writes; no
-// allocation, no global state. Float32 accumulation, left to right; Q8 dots are exact int32.
+// allocation, no global state. Float dots in kernels/numerics.h's canonical order (16 partial
+// sums); axpys add rows in order j = 0, 1, ...; Q8 dots are exact int32.
 #include "core/half.h"
+#include "kernels/numerics.h"
 #include "kernels/scalar/scalar.h"
 
 // s[j] = sum_i q[i] * K[j*k_stride + i]
 extern "C" void ml_k_dot_f32_scalar(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
                                     int head_dim) {
   for (int j = 0; j < n_rows; ++j) {
-    const float* k = K + (size_t)j * k_stride;
-    float acc = 0.0f;
-    for (int i = 0; i < head_dim; ++i) acc += q[i] * k[i];
-    s[j] = acc;
+    s[j] = ml_k_dot_canonical(q, K + (size_t)j * k_stride, head_dim);
   }
 }
 
@@ -53,9 +52,9 @@ extern "C" void ml_k_dot_f16_scalar(float* s, const float* q, const uint16_t* K,
                                     int head_dim) {
   for (int j = 0; j < n_rows; ++j) {
     const uint16_t* k = K + (size_t)j * k_stride;
-    float acc = 0.0f;
-    for (int i = 0; i < head_dim; ++i) acc += q[i] * ml_half_to_float(k[i]);
-    s[j] = acc;
+    float P[ML_K_SUM_LANES] = {};
+    for (int i = 0; i < head_dim; ++i) P[i % ML_K_SUM_LANES] = P[i % ML_K_SUM_LANES] + q[i] * ml_half_to_float(k[i]);
+    s[j] = ml_k_sum16_reduce(P);
   }
 }
 

@@ -1,16 +1,16 @@
 // Scalar element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
-// written; no allocation, no global state. Float32 throughout, sums accumulated left to right;
-// exponentials through std::exp on float (expf).
+// written; no allocation, no global state. Float32 throughout, in kernels/numerics.h's canonical
+// order (16 partial sums, the Cephes exp), which every ISA reproduces bit for bit.
 #include <cmath>
 
+#include "kernels/numerics.h"
 #include "kernels/scalar/scalar.h"
 
 // o[i] = w[i] * (x[i] * (1 / sqrt(sum(x^2) / n + eps))); o may alias x (the sum is taken first).
 extern "C" void ml_k_rmsnorm_scalar(float* o, const float* x, const float* w, int n, float eps) {
   if (n <= 0) return;
-  float ss = 0.0f;
-  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float ss = ml_k_dot_canonical(x, x, n);
   const float scale = 1.0f / std::sqrt(ss / (float)n + eps);
   for (int i = 0; i < n; ++i) o[i] = w[i] * (x[i] * scale);
 }
@@ -25,17 +25,18 @@ extern "C" void ml_k_softmax_scalar(float* x, int n) {
     for (int i = 0; i < n; ++i) x[i] = 1.0f / (float)n;
     return;
   }
-  float sum = 0.0f;
+  float P[ML_K_SUM_LANES] = {};
   for (int i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
+    x[i] = ml_k_exp(x[i] - mx);
+    P[i % ML_K_SUM_LANES] = P[i % ML_K_SUM_LANES] + x[i];
   }
+  const float sum = ml_k_sum16_reduce(P);
   for (int i = 0; i < n; ++i) x[i] = x[i] / sum;
 }
 
-// g[i] = (g[i] / (1 + exp(-g[i]))) * u[i]  (SwiGLU gate).
+// g[i] = silu(g[i]) * u[i]  (SwiGLU gate), silu(v) = v / (1 + exp(-v)) in ml_k_silu_mul1's form.
 extern "C" void ml_k_silu_mul_scalar(float* g, const float* u, int n) {
-  for (int i = 0; i < n; ++i) g[i] = (g[i] / (1.0f + std::exp(-g[i]))) * u[i];
+  for (int i = 0; i < n; ++i) g[i] = ml_k_silu_mul1(g[i], u[i]);
 }
 
 // y[i] = y[i] + x[i]  (residual connection).

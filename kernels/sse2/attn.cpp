@@ -3,8 +3,8 @@
 // Contract (kernels/ops.h): rows j < n_rows start at j * stride elements; only head_dim values
 // of each row are read (tails use narrower loads or scalar code, never a read past the row);
 // s[j] for j < n_rows and out[i] for i < head_dim are the only writes; no allocation.
-// Numerics: float dots keep 4 lanes and reduce once per row (reordered sums, within the
-// 1e-5-of-magnitude tolerance). Q8 dots are exact int32 (sign-extend + pmaddwd), so dot_q8
+// Numerics: float dots keep kernels/numerics.h's 16 partial sums in four registers and reduce
+// them in its fixed tree, so they match scalar bit for bit. Q8 dots are exact int32 (sign-extend + pmaddwd), so dot_q8
 // matches scalar bit for bit. The axpys add rows in order j = 0, 1, ... per element, exactly
 // the scalar operations, with out kept in registers across rows for each chunk of columns.
 // Halves are widened by ml_half4_to_float, bit-exact with ml_half_to_float.
@@ -16,48 +16,41 @@
 #include "kernels/sse2/sse2.h"
 #include "kernels/x86_common.h"
 
+namespace {
+// Four floats of a cache row widened from halves, the first m (< 4) only when m < 4.
+inline __m128 load4(const float* p, int m) { return ml_loadu_ps_n(p, m); }
+inline __m128 load4(const uint16_t* p, int m) {
+  if (m >= 4) return ml_load_half4(p);
+  uint16_t t[4] = {0, 0, 0, 0};
+  for (int i = 0; i < m; ++i) t[i] = p[i];
+  return ml_load_half4(t);
+}
+
+// s[j] = dot(q, row j) in the canonical order: values i..i+3 go to register (i / 4) % 4.
+template <class T>
+inline void dot_rows(float* s, const float* q, const T* K, size_t k_stride, int n_rows, int head_dim) {
+  for (int j = 0; j < n_rows; ++j) {
+    const T* k = K + (size_t)j * k_stride;
+    __m128 r[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+    for (int i = 0; i < head_dim; i += 4) {
+      const int m = head_dim - i;
+      r[(i >> 2) & 3] = _mm_add_ps(r[(i >> 2) & 3], _mm_mul_ps(ml_loadu_ps_n(q + i, m), load4(k + i, m)));
+    }
+    s[j] = ml_sum16_ps(r);
+  }
+}
+}  // namespace
+
 // s[j] = sum_i q[i] * K[j*k_stride + i]
 extern "C" void ml_k_dot_f32_sse2(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
                                   int head_dim) {
-  for (int j = 0; j < n_rows; ++j) {
-    const float* k = K + (size_t)j * k_stride;
-    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= head_dim; i += 8) {
-      a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(q + i), _mm_loadu_ps(k + i)));
-      a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(q + i + 4), _mm_loadu_ps(k + i + 4)));
-    }
-    if (i + 4 <= head_dim) {
-      a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(q + i), _mm_loadu_ps(k + i)));
-      i += 4;
-    }
-    float acc = ml_hsum_ps(_mm_add_ps(a0, a1));
-    for (; i < head_dim; ++i) acc += q[i] * k[i];
-    s[j] = acc;
-  }
+  dot_rows(s, q, K, k_stride, n_rows, head_dim);
 }
 
 // As dot_f32 with K's halves widened exactly to float.
 extern "C" void ml_k_dot_f16_sse2(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows,
                                   int head_dim) {
-  for (int j = 0; j < n_rows; ++j) {
-    const uint16_t* k = K + (size_t)j * k_stride;
-    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= head_dim; i += 8) {
-      __m128 k0, k1;
-      ml_load_half8(k + i, &k0, &k1);
-      a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(q + i), k0));
-      a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(q + i + 4), k1));
-    }
-    if (i + 4 <= head_dim) {
-      a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(q + i), ml_load_half4(k + i)));
-      i += 4;
-    }
-    float acc = ml_hsum_ps(_mm_add_ps(a0, a1));
-    for (; i < head_dim; ++i) acc += q[i] * ml_half_to_float(k[i]);
-    s[j] = acc;
-  }
+  dot_rows(s, q, K, k_stride, n_rows, head_dim);
 }
 
 // s[j] = (float)(int32 sum_i q[i] * K[j*k_stride + i]) * (qd * Kd[j*d_stride])

@@ -1,10 +1,9 @@
 // SSE2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
 // written (tails go through a small stack buffer or scalar code, never a wider load); no
-// allocation, no global state. Sums are taken over 4 float lanes and reduced once (a different
-// order from scalar, within the 1e-5 relative tolerance); exponentials use ml_exp_ps (Cephes,
-// ~1e-7 relative). add and rope do the scalar kernel's exact float operations, so they match it
-// bit for bit.
+// allocation, no global state. Every op does the scalar kernel's float operations in
+// kernels/numerics.h's canonical order (16 partial sums in four registers, ml_exp_ps), so each
+// matches it bit for bit.
 #include <emmintrin.h>
 
 #include <cmath>
@@ -16,22 +15,14 @@
 // o[i] = w[i] * (x[i] * (1 / sqrt(sum(x^2) / n + eps))); o may alias x (the sum is taken first).
 extern "C" void ml_k_rmsnorm_sse2(float* o, const float* x, const float* w, int n, float eps) {
   if (n <= 0) return;
-  __m128 s0 = _mm_setzero_ps(), s1 = _mm_setzero_ps();
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
-    s0 = _mm_add_ps(s0, _mm_mul_ps(a, a));
-    s1 = _mm_add_ps(s1, _mm_mul_ps(b, b));
+  __m128 r[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+  for (int i = 0; i < n; i += 4) {  // values i..i+3 are partials i % 16 .. : register (i / 4) % 4
+    const __m128 a = ml_loadu_ps_n(x + i, n - i);
+    r[(i >> 2) & 3] = _mm_add_ps(r[(i >> 2) & 3], _mm_mul_ps(a, a));
   }
-  for (; i + 4 <= n; i += 4) {
-    const __m128 a = _mm_loadu_ps(x + i);
-    s0 = _mm_add_ps(s0, _mm_mul_ps(a, a));
-  }
-  float ss = ml_hsum_ps(_mm_add_ps(s0, s1));
-  for (; i < n; ++i) ss += x[i] * x[i];
-  const float scale = 1.0f / std::sqrt(ss / (float)n + eps);
+  const float scale = 1.0f / std::sqrt(ml_sum16_ps(r) / (float)n + eps);
   const __m128 vs = _mm_set1_ps(scale);
-  i = 0;
+  int i = 0;
   for (; i + 4 <= n; i += 4)
     _mm_storeu_ps(o + i, _mm_mul_ps(_mm_loadu_ps(w + i), _mm_mul_ps(_mm_loadu_ps(x + i), vs)));
   for (; i < n; ++i) o[i] = w[i] * (x[i] * scale);
@@ -51,43 +42,35 @@ extern "C" void ml_k_softmax_sse2(float* x, int n) {
     return;
   }
   vmx = _mm_set1_ps(mx);
-  __m128 sum = _mm_setzero_ps();
+  __m128 r[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
   for (i = 0; i + 4 <= n; i += 4) {
     const __m128 e = ml_exp_ps(_mm_sub_ps(_mm_loadu_ps(x + i), vmx));
     _mm_storeu_ps(x + i, e);
-    sum = _mm_add_ps(sum, e);
+    r[(i >> 2) & 3] = _mm_add_ps(r[(i >> 2) & 3], e);
   }
-  if (i < n) {  // 1..3 left: pad with -inf, whose exp is 0
+  if (i < n) {  // 1..3 left: pad with -inf, whose exp is +0 (adds nothing to the partials)
     float t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     std::memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
     const __m128 e = ml_exp_ps(_mm_sub_ps(_mm_loadu_ps(t), vmx));
     _mm_storeu_ps(t, e);
     std::memcpy(x + i, t, (size_t)(n - i) * sizeof(float));
-    sum = _mm_add_ps(sum, e);
+    r[(i >> 2) & 3] = _mm_add_ps(r[(i >> 2) & 3], e);
   }
-  const float s = ml_hsum_ps(sum);
+  const float s = ml_sum16_ps(r);
   const __m128 vsum = _mm_set1_ps(s);
   for (i = 0; i + 4 <= n; i += 4) _mm_storeu_ps(x + i, _mm_div_ps(_mm_loadu_ps(x + i), vsum));
   for (; i < n; ++i) x[i] = x[i] / s;
 }
 
-namespace {
-// g / (1 + exp(-g)) * u, four lanes.
-inline __m128 silu_mul4(__m128 g, __m128 u) {
-  const __m128 e = ml_exp_ps(_mm_sub_ps(_mm_setzero_ps(), g));
-  return _mm_mul_ps(_mm_div_ps(g, _mm_add_ps(_mm_set1_ps(1.0f), e)), u);
-}
-}  // namespace
-
-// g[i] = (g[i] / (1 + exp(-g[i]))) * u[i]  (SwiGLU gate).
+// g[i] = silu(g[i]) * u[i]  (SwiGLU gate), as ml_k_silu_mul1.
 extern "C" void ml_k_silu_mul_sse2(float* g, const float* u, int n) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, silu_mul4(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, ml_silu_mul_ps(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
   if (i < n) {
     float tg[4] = {}, tu[4] = {};
     std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
     std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    _mm_storeu_ps(tg, silu_mul4(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
+    _mm_storeu_ps(tg, ml_silu_mul_ps(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
     std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
   }
 }

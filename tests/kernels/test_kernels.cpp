@@ -1,10 +1,11 @@
 // test_kernels: every kernel op over one case table (spec/testing.txt), checked twice:
 //   (a) the scalar kernel against a naive double-precision reference written here;
 //   (b) every other ISA of the build's chain that implements the op itself (isa_list.h) against
-//       the scalar kernel, with the same tolerance; ISAs this CPU cannot run are reported SKIP.
-// Tolerances (spec/testing.txt): integer matvec with unit scales bit-exact; scaled matvec, rope,
-// dot and axpy within 1e-5 of the sum of their terms' magnitudes; quantize_q8 bit-exact against
-// ml_quantize_q8_ref; the other float kernels within 1e-5 relative. Every buffer sits at a
+//       the scalar kernel, bit for bit (kernels/numerics.h: one float order for every ISA; this is
+//       stricter than spec/testing.txt's 1e-5); ISAs this CPU cannot run are reported SKIP.
+// Tolerances of (a) (spec/testing.txt): integer matvec with unit scales bit-exact; scaled matvec,
+// rope, dot and axpy within 1e-5 of the sum of their terms' magnitudes; quantize_q8 bit-exact
+// against ml_quantize_q8_ref; the other float kernels within 1e-5 relative. Every buffer sits at a
 // misaligned address between guard bytes: inputs are followed by NaNs (a read past the end
 // poisons the result), and outputs outside the written range must keep their guard bytes.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
