@@ -1,17 +1,11 @@
 // The main-thread API: spawns the engine in a Web Worker (browsers), a worker_thread (node) or
 // in-process, and turns its messages into promises and async iterators. See index.d.ts.
+import { KraflaError } from './errors.js';
+
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
 function canShare() {
   return typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated === true);
-}
-
-export class KraflaError extends Error {
-  constructor(message, kind = 'error') {
-    super(message);
-    this.name = 'KraflaError';
-    this.kind = kind;
-  }
 }
 
 async function spawn(mode, onMessage) {
