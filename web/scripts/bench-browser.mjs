@@ -115,7 +115,33 @@ const lines = [
   'stories15M-shaped Q8: decode 100 tok/s on 1 thread, 158 on 2; prefill of 64 tokens 370 and 650 tok/s.',
   'Dim-2048 Q4: decode 5.6 / 11.3, prefill 11.4 / 23.4. The target is 5× those on the same shapes.',
   '',
+  ...compare(),
+  '',
 ];
+
+// krafla's best Chromium build against wllama's figures, and simd128 against native avx2.
+function compare() {
+  const WLLAMA = { 'stories15M shape': { 1: [370, 100], 2: [650, 158] }, 'dim 2048': { 1: [11.4, 5.6], 2: [23.4, 11.3] } };
+  const out = ['| shape | threads | krafla prefill (build) | × wllama | krafla decode (build) | × wllama |', '| --- | --- | --- | --- | --- | --- |'];
+  for (const [shape, byThreads] of Object.entries(WLLAMA)) {
+    for (const t of [1, 2]) {
+      const mine = rows.filter((r) => r.where === 'Chromium' && r.model.startsWith(shape) && (t === 1 ? r.threads === 1 : r.threads > 1));
+      if (!mine.length) continue;
+      const bp = mine.reduce((a, b) => (b.prefill > a.prefill ? b : a));
+      const bd = mine.reduce((a, b) => (b.decode > a.decode ? b : a));
+      const [wp, wd] = byThreads[t];
+      out.push(`| ${shape} | ${t} | ${fmt(bp.prefill)} (${bp.build}) | ${(bp.prefill / wp).toFixed(1)} | ${fmt(bd.decode)} (${bd.build}) | ${(bd.decode / wd).toFixed(1)} |`);
+    }
+  }
+  const notes = [];
+  for (const m of models) {
+    const simd = rows.find((r) => r.model === m.label && r.where === 'Chromium' && r.build === 'wasm_simd128');
+    const avx2 = rows.find((r) => r.model === m.label && r.where === 'native' && r.build === 'avx2' && r.threads === 1);
+    if (simd && avx2) notes.push(`${m.label}: wasm_simd128 in Chromium decodes at ${(100 * simd.decode / avx2.decode).toFixed(0)}% of native avx2 (1 thread).`);
+  }
+  return ['Against wllama (same Chromium, its published figures above):', '', ...out, '', ...notes];
+}
+
 const table = lines.join('\n');
 console.log(table);
 if (args.includes('--write')) {
