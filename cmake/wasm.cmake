@@ -49,3 +49,30 @@ function(ml_wasm_cli target)
   target_link_options(${target} PRIVATE -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sALLOW_MEMORY_GROWTH=1
                       -sMAXIMUM_MEMORY=4GB)
 endfunction()
+
+# wasm_relaxed (../shared/TOOLCHAIN.md, "relaxed SIMD"): kernels/wasm_relaxed/*.cpp are compiled by
+# emcc driving clang-16 (ML_WASM_CLANG16_LAUNCHER: a folder of symlinks clang/clang++ -> clang-16,
+# wasm-ld -> wasm-ld-16, the binutils -> LLVM 14's). Every link then runs at -O1 with
+# ERROR_ON_WASM_CHANGES_AFTER_LINK, so binaryen 108 never rewrites the module: its wasm-opt fails
+# on relaxed opcodes at -O2+, and its finalize pass corrupts them at -O0. The code itself is
+# still optimised at -O3 by the compilers. The result needs a standard relaxed-SIMD engine:
+# node 22 or Chromium; node 20 rejects it, or with its flag computes WRONG dots.
+if(ML_ISA STREQUAL "wasm_relaxed")
+  find_program(ML_CLANG16 clang-16)
+  find_program(ML_WASM_LD16 wasm-ld-16)
+  if(NOT ML_CLANG16 OR NOT ML_WASM_LD16)
+    message(FATAL_ERROR "wasm_relaxed needs clang-16 and lld-16 (scripts/install-deps installs them)")
+  endif()
+  set(_llvm ${CMAKE_BINARY_DIR}/llvm16)
+  file(MAKE_DIRECTORY ${_llvm})
+  foreach(_pair "clang=${ML_CLANG16}" "clang++=${ML_CLANG16}" "wasm-ld=${ML_WASM_LD16}" "llvm-nm=/usr/bin/llvm-nm-14"
+          "llvm-ar=/usr/bin/llvm-ar-14" "llvm-ranlib=/usr/bin/llvm-ranlib-14" "llvm-objcopy=/usr/bin/llvm-objcopy-14"
+          "llvm-strip=/usr/bin/llvm-strip-14" "llvm-dwarfdump=/usr/bin/llvm-dwarfdump-14")
+    string(REPLACE "=" ";" _kv ${_pair})
+    list(GET _kv 0 _name)
+    list(GET _kv 1 _target)
+    file(CREATE_LINK ${_target} ${_llvm}/${_name} SYMBOLIC)
+  endforeach()
+  set(ML_WASM_CLANG16_LAUNCHER ${CMAKE_COMMAND} -E env EM_LLVM_ROOT=${_llvm} EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION=)
+  add_link_options(-O1 -sWASM_BIGINT=1 -sERROR_ON_WASM_CHANGES_AFTER_LINK=1)
+endif()

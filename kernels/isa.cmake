@@ -28,6 +28,9 @@ ml_isa(avxvnni     PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavxvnni)
 ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni)
 # WebAssembly (Emscripten presets wasm_*): no CPU check at run time; the browser JS feature-detects.
 ml_isa(wasm_simd128 PARENT scalar ARCH wasm FLAGS -msimd128)
+# Relaxed SIMD: kernels/wasm_relaxed/*.cpp alone are compiled by clang-16 with -mrelaxed-simd
+# (kernels/CMakeLists.txt, cmake/wasm.cmake); the rest of the build is plain simd128.
+ml_isa(wasm_relaxed PARENT wasm_simd128 ARCH wasm FLAGS -msimd128)
 
 # "native" picks the highest x86 ISA whose folder exists and that this CPU runs (probe below).
 function(ml_isa_detect_native out)

@@ -54,6 +54,14 @@
 #define ML_TEST_ISA_WASM_SIMD128(X, a)
 #endif
 
+#ifdef ML_ENABLE_WASM_RELAXED
+#include "kernels/wasm_relaxed/wasm_relaxed.h"
+#define ML_TEST_ISA_WASM_RELAXED(X, a) X(wasm_relaxed, a)
+#else
+#define ML_TEST_ISA_WASM_RELAXED(X, a)
+#endif
+
 #define ML_TEST_ISAS(X, a)                                                                          \
   ML_TEST_ISA_SCALAR(X, a) ML_TEST_ISA_SSE2(X, a) ML_TEST_ISA_SSE41(X, a) ML_TEST_ISA_AVX2(X, a) \
-      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a) ML_TEST_ISA_WASM_SIMD128(X, a)
+      ML_TEST_ISA_AVXVNNI(X, a) ML_TEST_ISA_AVX512VNNI(X, a) ML_TEST_ISA_WASM_SIMD128(X, a) \
+      ML_TEST_ISA_WASM_RELAXED(X, a)
