@@ -4,7 +4,7 @@
 import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifactsDir, checkpoint, nativeGreedy, nativeMlb, tokenizer } from '../test/native.mjs';
+import { artifactsDir, checkpoint, nativeGreedy, nativeMlb, SLOW_MODEL, tokenizer } from '../test/native.mjs';
 import { ISOLATED, PLAIN } from '../playwright.config.mjs';
 
 const PROMPT = 'Once upon a time';
@@ -105,8 +105,8 @@ test('not isolated: a single-threaded build is chosen, and it says why', async (
 for (const [label, base] of [['isolated: a shared abort flag', ISOLATED], ['not isolated: an abort message', PLAIN]]) {
 test(`the stop button ends a generation within a token and the next one works (${label})`, async ({ page }) => {
   await open(page, base);
-  await loadUrl(page, '/models/slow-288x6.mlb');
-  // Greedy on this random model never samples EOS: 1000 tokens take seconds.
+  await loadUrl(page, `/models/${SLOW_MODEL}`);
+  // 1000 tokens of this model take over 10 s; greedy on it never samples EOS here (checked below).
   await generate(page, { temperature: 0, maxTokens: 1000 });
   await expect(page.locator('#output .gen')).not.toHaveText('', { timeout: 10_000 });
   await expect(page.locator('#stop')).toBeEnabled();

@@ -129,7 +129,7 @@ describe('one engine', () => {
   });
 
   test('abort takes effect within one token and leaves the engine ready', async () => {
-    await k.load(slowModel()); // a few ms a token: the pieces reach us as they are made
+    await k.load(slowModel()); // over 10 ms a token: the pieces reach us as they are made
     const ctl = new AbortController();
     let seen = 0;
     let made = 0;
