@@ -54,6 +54,10 @@ test('loads stories260K with a moving progress bar and generates the native gree
   });
   await generate(page, { maxTokens: 200 });
   const s = await stats(page);
+  // The screenshot first, so that it exists (for a look) whether or not what follows passes.
+  const shot = join(artifactsDir, 'demo-after-generation.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  await info.attach('demo after a generation', { path: shot, contentType: 'image/png' });
   expect(s.stopReason).toBe('length');
   expect(s.generatedTokens).toBe(200);
   const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
@@ -66,9 +70,6 @@ test('loads stories260K with a moving progress bar and generates the native gree
   await expect(page.locator('#stats')).toContainText('tok/s');
   await expect(page.locator('#stats')).toContainText(s.build);
 
-  const shot = join(artifactsDir, 'demo-after-generation.png');
-  await page.screenshot({ path: shot, fullPage: true });
-  await info.attach('demo after a generation', { path: shot, contentType: 'image/png' });
   expect(errors).toEqual([]);
 });
 
