@@ -8,7 +8,7 @@ const SIMD128 = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 
 const RELAXED = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0, 65, 1,
   253, 15, 65, 2, 253, 15, 253, 128, 2, 11]);
 
-/** Every build the package knows, best first. ISA order, then threaded before single-threaded. */
+/** Every build the package knows, best ISA first, threaded before single-threaded within an ISA. */
 export const BUILD_ORDER = ['wasm_relaxed_mt', 'wasm_relaxed', 'wasm_simd128_mt', 'wasm_simd128', 'wasm_scalar_mt',
   'wasm_scalar'];
 
@@ -80,14 +80,18 @@ export function chooseBuild(available, features, { threads = true, force } = {})
     return describe(force, `forced; ${why.join('; ')}`);
   }
   const wantThreads = threads !== false && threads !== 1;
-  let order = BUILD_ORDER.filter((n) => available.includes(n));
-  if (!wantThreads) order = order.filter((n) => !n.endsWith('_mt'));
-  const missing = BUILD_ORDER.filter((n) => !available.includes(n) && fits(n) && (wantThreads || !n.endsWith('_mt')));
-  for (const name of order) {
-    if (!fits(name)) continue;
-    const skipped = missing.filter((n) => BUILD_ORDER.indexOf(n) < BUILD_ORDER.indexOf(name));
-    const note = skipped.length ? `; not built: ${skipped.join(', ')}` : '';
-    return describe(name, `${why.join('; ')}${note}`);
+  // Where threads can run, a threaded build beats a single-threaded one of a higher ISA (two
+  // cores of simd128 outrun one of relaxed SIMD); the ISA order holds within each group.
+  const multiCore = features.hardwareConcurrency > 1 || typeof threads === 'number';
+  let preferred = wantThreads ? [...BUILD_ORDER] : BUILD_ORDER.filter((n) => !n.endsWith('_mt'));
+  if (wantThreads && features.threads && multiCore) {
+    preferred = [...preferred.filter((n) => n.endsWith('_mt')), ...preferred.filter((n) => !n.endsWith('_mt'))];
+  }
+  const usable = preferred.filter(fits);
+  const chosen = usable.find((n) => available.includes(n));
+  if (chosen) {
+    const skipped = usable.slice(0, usable.indexOf(chosen));
+    return describe(chosen, `${why.join('; ')}${skipped.length ? `; not built: ${skipped.join(', ')}` : ''}`);
   }
   throw new Error(`krafla: no wasm build fits this environment (${why.join('; ')}; available: ${available.join(', ') || 'none'})`);
 }

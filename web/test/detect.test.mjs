@@ -16,6 +16,12 @@ test('relaxed -> simd128 -> scalar, threads only when isolated', () => {
   assert.equal(chooseBuild(all, f({}), { threads: false }).name, 'wasm_simd128');
   assert.equal(chooseBuild(['wasm_scalar', 'wasm_simd128'], f({ relaxedSimd: true })).name, 'wasm_simd128');
   assert.match(chooseBuild(['wasm_scalar'], f({})).reason, /not built: .*wasm_simd128/);
+  // Threads beat a higher ISA on one thread where they can run; not on one core.
+  const noRelaxedMt = ['wasm_relaxed', 'wasm_simd128_mt', 'wasm_simd128', 'wasm_scalar'];
+  assert.equal(chooseBuild(noRelaxedMt, f({ relaxedSimd: true })).name, 'wasm_simd128_mt');
+  assert.match(chooseBuild(noRelaxedMt, f({ relaxedSimd: true })).reason, /not built: wasm_relaxed_mt$/);
+  assert.equal(chooseBuild(noRelaxedMt, f({ relaxedSimd: true, hardwareConcurrency: 1 })).name, 'wasm_relaxed');
+  assert.equal(chooseBuild(noRelaxedMt, f({ relaxedSimd: true, threads: false, crossOriginIsolated: false })).name, 'wasm_relaxed');
   assert.throws(() => chooseBuild(['wasm_simd128'], f({ simd128: false })), /no wasm build fits/);
   assert.throws(() => chooseBuild(all, f({ threads: false }), { force: 'wasm_scalar_mt' }), /cannot run here/);
 });
