@@ -9,6 +9,9 @@ root=$(pwd)
 work=${1:-$root/build/bench-wasm}
 shared=${KRAFLA_SHARED:-$root/../shared}
 mkdir -p "$work"
+for b in wasm_scalar wasm_simd128 wasm_relaxed wasm_scalar_mt wasm_simd128_mt; do  # not built by default
+  [[ -d build/$b ]] && cmake --build --preset $b --target ml_bench >/dev/null
+done
 conv=$root/build/scalar/bin/ml_convert
 [[ -f $work/s260k_q8.mlb ]] || $conv llama2c "$shared/models/stories260K.bin" --tokenizer "$shared/models/tok512.bin" \
   --wtype q8 -o "$work/s260k_q8.mlb" >/dev/null
