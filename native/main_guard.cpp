@@ -2,6 +2,8 @@
 // src/core/isa_check.cpp: it checks that the CPU runs the build's ISA before any code compiled
 // with those flags executes (ml_main and everything it calls). ISA-compiled files must hold no
 // namespace-scope objects with dynamic initialisers, which would run before this check.
+// WebAssembly builds have no CPUID: ml_isa_missing trusts non-x86 ISAs, so the check passes
+// there and the browser's JavaScript does the feature detection before it loads a build.
 #include <cstdio>
 #include <cstring>
 
