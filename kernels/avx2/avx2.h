@@ -24,4 +24,13 @@ ML_K_BIND(dot_q8, avx2)
 ML_K_BIND(axpy_q8, avx2)
 ML_K_BIND(dot_f16, avx2)
 ML_K_BIND(axpy_f16, avx2)
+// Packed kernels (kernels/avx2/matvec_pk.cpp): G = 8, Q8 signed (psignb + pmaddubsw), Q4 raw,
+// f16 scales kept f16.
+inline constexpr ml_pack_params pack{8, 0, 0, true, true};
+ML_K_BIND_PK(matvec_q8_pk, avx2)
+ML_K_BIND_PK(matvec_q4_pk, avx2)
+ML_K_BIND_PK(matmul_q8_pk, avx2)
+ML_K_BIND_PK(matmul_q4_pk, avx2)
 }  // namespace ml::k::avx2
+#undef ML_K_PACKED
+#define ML_K_PACKED 1

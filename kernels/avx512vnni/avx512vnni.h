@@ -15,4 +15,13 @@ ML_K_BIND(matvec_q8, avx512vnni)
 ML_K_BIND(matvec_q4, avx512vnni)
 ML_K_BIND(quantize_q8, avx512vnni)
 ML_K_BIND(dot_q8, avx512vnni)
+// Packed kernels (kernels/avx512vnni/matvec_pk.cpp): G = 16, Q8 stored + 128 (vpdpbusd's unsigned
+// operand), Q4 raw, f16 scales kept f16.
+inline constexpr ml_pack_params pack{16, 128, 0, true, true};
+ML_K_BIND_PK(matvec_q8_pk, avx512vnni)
+ML_K_BIND_PK(matvec_q4_pk, avx512vnni)
+ML_K_BIND_PK(matmul_q8_pk, avx512vnni)
+ML_K_BIND_PK(matmul_q4_pk, avx512vnni)
 }  // namespace ml::k::avx512vnni
+#undef ML_K_PACKED
+#define ML_K_PACKED 1

@@ -4,8 +4,8 @@
 // Contract (kernels/ops.h): rows j < n_rows start at j * stride elements; only head_dim values of
 // each row are read (tails use narrower loads or scalar code); s[j] for j < n_rows and out[i] for
 // i < head_dim are the only writes; no allocation.
-// Numerics: float dots keep 2 x 4 lanes and reduce once per row (reordered sums, within the
-// 1e-5-of-magnitude tolerance). Q8 dots are exact int32 (sign-extend + dot_i16x8), so dot_q8
+// Numerics: float dots in the canonical 16-partial order of kernels/numerics.h, bit-exact with
+// scalar. Q8 dots are exact int32 (sign-extend + dot_i16x8), so dot_q8
 // matches scalar bit for bit. The axpys add rows in order j = 0, 1, ... per element, exactly the
 // scalar operations, with out kept in registers across rows for each chunk of columns. Halves are
 // widened by ml_w_half4_to_f32, bit-exact with ml_half_to_float.
@@ -45,24 +45,26 @@ inline float load1(const float* p) { return *p; }
 inline float load1(const uint16_t* p) { return ml_half_to_float(*p); }
 inline float load1(const int8_t* p) { return (float)*p; }
 
-// s[j] = sum_i q[i] * K[j][i] for a float or half cache.
+// s[j] = sum_i q[i] * K[j][i] for a float or half cache, in the canonical 16-partial order
+// (kernels/numerics.h); the tail pads both operands with zeros (+0 added to a partial).
+inline v128_t load4n(const float* p, int m) { return ml_w_load_n(p, m); }
+inline v128_t load4n(const uint16_t* p, int m) {
+  if (m >= 4) return ml_w_load_half4(p);
+  uint16_t t[4] = {0, 0, 0, 0};
+  for (int i = 0; i < m; ++i) t[i] = p[i];
+  return ml_w_load_half4(t);
+}
+
 template <class T>
 inline void dot(float* s, const float* q, const T* K, size_t k_stride, int n_rows, int head_dim) {
   for (int j = 0; j < n_rows; ++j) {
     const T* k = K + (size_t)j * k_stride;
-    v128_t a0 = wasm_f32x4_splat(0.0f), a1 = wasm_f32x4_splat(0.0f);
-    int i = 0;
-    for (; i + 8 <= head_dim; i += 8) {
-      a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), load4(k + i)));
-      a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(q + i + 4), load4(k + i + 4)));
+    v128_t r[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    for (int i = 0; i < head_dim; i += 4) {
+      const int m = head_dim - i;
+      r[(i >> 2) & 3] = wasm_f32x4_add(r[(i >> 2) & 3], wasm_f32x4_mul(ml_w_load_n(q + i, m), load4n(k + i, m)));
     }
-    if (i + 4 <= head_dim) {
-      a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), load4(k + i)));
-      i += 4;
-    }
-    float acc = ml_w_hsum_f32(wasm_f32x4_add(a0, a1));
-    for (; i < head_dim; ++i) acc += q[i] * load1(k + i);
-    s[j] = acc;
+    s[j] = ml_w_sum16_f32(r);
   }
 }
 

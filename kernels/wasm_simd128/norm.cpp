@@ -13,22 +13,15 @@
 
 extern "C" void ml_k_rmsnorm_wasm_simd128(float* o, const float* x, const float* w, int n, float eps) {
   if (n <= 0) return;
-  v128_t s0 = wasm_f32x4_splat(0.0f), s1 = wasm_f32x4_splat(0.0f);
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const v128_t a = wasm_v128_load(x + i), b = wasm_v128_load(x + i + 4);
-    s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(a, a));
-    s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(b, b));
+  v128_t r[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  for (int i = 0; i < n; i += 4) {  // values i..i+3 are partials i % 16 ..: register (i / 4) % 4
+    const v128_t a = ml_w_load_n(x + i, n - i);
+    r[(i >> 2) & 3] = wasm_f32x4_add(r[(i >> 2) & 3], wasm_f32x4_mul(a, a));
   }
-  for (; i + 4 <= n; i += 4) {
-    const v128_t a = wasm_v128_load(x + i);
-    s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(a, a));
-  }
-  float ss = ml_w_hsum_f32(wasm_f32x4_add(s0, s1));
-  for (; i < n; ++i) ss += x[i] * x[i];
-  const float scale = 1.0f / std::sqrt(ss / (float)n + eps);
+  const float scale = 1.0f / std::sqrt(ml_w_sum16_f32(r) / (float)n + eps);
   const v128_t vs = wasm_f32x4_splat(scale);
-  for (i = 0; i + 4 <= n; i += 4)
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
     wasm_v128_store(o + i, wasm_f32x4_mul(wasm_v128_load(w + i), wasm_f32x4_mul(wasm_v128_load(x + i), vs)));
   for (; i < n; ++i) o[i] = w[i] * (x[i] * scale);
 }
@@ -46,42 +39,35 @@ extern "C" void ml_k_softmax_wasm_simd128(float* x, int n) {
     return;
   }
   vmx = wasm_f32x4_splat(mx);
-  v128_t sum = wasm_f32x4_splat(0.0f);
+  v128_t r[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (i = 0; i + 4 <= n; i += 4) {
     const v128_t e = ml_w_exp_f32(wasm_f32x4_sub(wasm_v128_load(x + i), vmx));
     wasm_v128_store(x + i, e);
-    sum = wasm_f32x4_add(sum, e);
+    r[(i >> 2) & 3] = wasm_f32x4_add(r[(i >> 2) & 3], e);
   }
-  if (i < n) {  // 1..3 left: pad with -inf, whose exp is 0
+  if (i < n) {  // 1..3 left: pad with -inf, whose exp is +0 (adds nothing to the partials)
     float t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     std::memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
     const v128_t e = ml_w_exp_f32(wasm_f32x4_sub(wasm_v128_load(t), vmx));
     wasm_v128_store(t, e);
     std::memcpy(x + i, t, (size_t)(n - i) * sizeof(float));
-    sum = wasm_f32x4_add(sum, e);
+    r[(i >> 2) & 3] = wasm_f32x4_add(r[(i >> 2) & 3], e);
   }
-  const float s = ml_w_hsum_f32(sum);
+  const float s = ml_w_sum16_f32(r);
   const v128_t vsum = wasm_f32x4_splat(s);
   for (i = 0; i + 4 <= n; i += 4) wasm_v128_store(x + i, wasm_f32x4_div(wasm_v128_load(x + i), vsum));
   for (; i < n; ++i) x[i] = x[i] / s;
 }
 
-namespace {
-inline v128_t silu_mul4(v128_t g, v128_t u) {
-  const v128_t e = ml_w_exp_f32(wasm_f32x4_neg(g));
-  return wasm_f32x4_mul(wasm_f32x4_div(g, wasm_f32x4_add(wasm_f32x4_splat(1.0f), e)), u);
-}
-}  // namespace
-
-// g[i] = (g[i] / (1 + exp(-g[i]))) * u[i]  (SwiGLU gate).
+// g[i] = silu(g[i]) * u[i] in kernels/numerics.h's form (SwiGLU gate).
 extern "C" void ml_k_silu_mul_wasm_simd128(float* g, const float* u, int n) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, silu_mul4(wasm_v128_load(g + i), wasm_v128_load(u + i)));
+  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, ml_w_silu_mul(wasm_v128_load(g + i), wasm_v128_load(u + i)));
   if (i < n) {
     float tg[4] = {}, tu[4] = {};
     std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
     std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    wasm_v128_store(tg, silu_mul4(wasm_v128_load(tg), wasm_v128_load(tu)));
+    wasm_v128_store(tg, ml_w_silu_mul(wasm_v128_load(tg), wasm_v128_load(tu)));
     std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
   }
 }

@@ -10,6 +10,9 @@
 //   ml_w_q4_unpack     16 Q4 bytes -> two int8 vectors of nibble - 8 (values j, j + 16)
 //   ml_w_half4_to_f32  4 IEEE halves (zero-extended in 32-bit lanes) -> floats, bit-exact
 //   ml_w_exp_f32       Cephes expf (kernels/x86_common.h's ml_exp_ps, operation for operation)
+//   ml_w_sum16_f32     the canonical 16-partial sum of kernels/numerics.h (as ml_sum16_ps)
+//   ml_w_load_n        the first m floats (zeros past them), never reading past p + m
+//   ml_w_silu_mul      silu(g) * u in kernels/numerics.h's form (ml_k_silu_mul1)
 #pragma once
 #include <wasm_simd128.h>
 
@@ -92,4 +95,25 @@ static inline v128_t ml_w_exp_f32(v128_t x) {
   const v128_t s1 = wasm_i32x4_shl(wasm_i32x4_add(n1, bias), 23);
   const v128_t s2 = wasm_i32x4_shl(wasm_i32x4_add(n2, bias), 23);
   return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
+}
+
+// The canonical sum of 16 partials held as r[0] = P0..3, r[1] = P4..7, r[2] = P8..11,
+// r[3] = P12..15: P[l] += P[l + 8], P[l] += P[l + 4], then (P0 + P2) + (P1 + P3).
+static inline float ml_w_sum16_f32(const v128_t r[4]) {
+  return ml_w_hsum_f32(wasm_f32x4_add(wasm_f32x4_add(r[0], r[2]), wasm_f32x4_add(r[1], r[3])));
+}
+
+static inline v128_t ml_w_load_n(const float* p, int m) {
+  if (m >= 4) return wasm_v128_load(p);
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < m; ++i) t[i] = p[i];
+  return wasm_v128_load(t);
+}
+
+// e = exp(-|g|), (g's sign bit set ? g * e : g) / (1 + e) * u.
+static inline v128_t ml_w_silu_mul(v128_t g, v128_t u) {
+  const v128_t e = ml_w_exp_f32(wasm_v128_or(g, wasm_f32x4_splat(-0.0f)));
+  const v128_t neg = wasm_i32x4_shr(g, 31);
+  const v128_t num = wasm_v128_bitselect(wasm_f32x4_mul(g, e), g, neg);
+  return wasm_f32x4_mul(wasm_f32x4_div(num, wasm_f32x4_add(wasm_f32x4_splat(1.0f), e)), u);
 }

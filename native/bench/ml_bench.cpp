@@ -1,15 +1,18 @@
-// ml_bench: single-thread kernel throughput of this build's bound kernels (matvec Q8/Q4 at the
-// shapes of spec/testing.txt, quantize_q8) and, on a model file, greedy decode and batched prefill
-// speed (-t threads), printed as Markdown. Timings are the best of several repetitions; the machine
-// is shared, so compare two builds by running them alternately (docs/benchmarks.md).
+// ml_bench: single-thread kernel throughput of this build's bound kernels (row-major matvec Q8/Q4
+// at the shapes of spec/testing.txt, the packed matvec and the 128-token packed matmul next to
+// them, quantize_q8), or, with --model, prefill and greedy decode speed on a model file, printed as
+// Markdown. Timings are the best of several repetitions; the machine is shared, so compare two
+// builds by running them alternately (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "cli/cli.h"
+#include "core/pack.h"
 #include "core/quant_ref.h"
 #include "kernels/bind.h"
 #include "src/engine/krafla.h"
@@ -73,6 +76,60 @@ matrix make_matrix(int rows, int cols, bool q4) {
   return m;
 }
 
+// The packed matvec of one token and the packed matmul of kMatmulTokens tokens on m (packed here
+// with the build's layout); nothing in builds without packed kernels. GOPS count every token.
+constexpr int kMatmulTokens = 128;
+void bench_packed(matrix& m, bool q4, int rows, int cols, const std::vector<int8_t>& xq, const std::vector<float>& xd,
+                  int reps, double min_s) {
+#ifdef ML_K_PACKED
+  const ml_pack_params p = k::pack;
+  if (!q4 && !p.pack_q8) return;
+  size_t qb = 0, db = 0;
+  if (!ml_pack_sizes(q4 ? 3 : 2, rows, cols, false, &p, &qb, &db)) return;
+  std::vector<uint8_t> pq(qb), pd(db);
+  ml_pack_matrix(&m.t, q4 ? 3 : 2, &p, pq.data(), pd.data());
+  std::vector<float> y((size_t)rows * kMatmulTokens);
+  ml_qact a;
+  a.q = xq.data();
+  a.d = xd.data();
+  a.n = cols;
+  double sec = best_seconds(
+      [&] {
+        if (q4) k::matvec_q4_pk(y.data(), &m.t, &a, 0, rows);
+        else k::matvec_q8_pk(y.data(), &m.t, &a, 0, rows);
+      },
+      reps, min_s);
+  const double wbytes = (double)qb + (double)db;
+  std::printf("| %s | %s | %d x %d | %.0f | %.2f | %.2f |\n", q4 ? "matvec_q4_pk" : "matvec_q8_pk",
+              q4 ? k::matvec_q4_pk_name : k::matvec_q8_pk_name, rows, cols, sec * 1e9, (wbytes + cols) / sec / 1e9,
+              2.0 * rows * cols / sec / 1e9);
+  // 128 tokens: the activations repeated (the kernel's work does not depend on their values).
+  std::vector<int8_t> bq((size_t)cols * kMatmulTokens);
+  std::vector<float> bd((size_t)cols / 32 * kMatmulTokens);
+  for (int t = 0; t < kMatmulTokens; ++t) {
+    std::memcpy(bq.data() + (size_t)t * cols, xq.data(), (size_t)cols);
+    std::memcpy(bd.data() + (size_t)t * (cols / 32), xd.data(), (size_t)cols / 32 * sizeof(float));
+  }
+  ml_qbatch X;
+  X.q = bq.data();
+  X.d = bd.data();
+  X.n = cols;
+  X.n_tokens = kMatmulTokens;
+  sec = best_seconds(
+      [&] {
+        if (q4) k::matmul_q4_pk(y.data(), rows, &m.t, &X, 0, rows);
+        else k::matmul_q8_pk(y.data(), rows, &m.t, &X, 0, rows);
+      },
+      reps, min_s);
+  std::printf("| %s (%d tok) | %s | %d x %d | %.0f | %.2f | %.2f |\n", q4 ? "matmul_q4_pk" : "matmul_q8_pk",
+              kMatmulTokens, q4 ? k::matmul_q4_pk_name : k::matmul_q8_pk_name, rows, cols, sec * 1e9,
+              (wbytes + (double)cols * kMatmulTokens) / sec / 1e9, 2.0 * rows * cols * kMatmulTokens / sec / 1e9);
+  m.t.pq = m.t.pd = nullptr;
+#else
+  (void)m, (void)q4, (void)rows, (void)cols, (void)xq, (void)xd, (void)reps, (void)min_s;
+#endif
+}
+
 void bench_matvecs(int reps, double min_s) {
   struct shape {
     int rows, cols;
@@ -102,6 +159,7 @@ void bench_matvecs(int reps, double min_s) {
       std::printf("| %s | %s | %d x %d | %.0f | %.2f | %.2f |\n", q4 ? "matvec_q4" : "matvec_q8",
                   q4 ? k::matvec_q4_name : k::matvec_q8_name, s.rows, s.cols, sec * 1e9, bytes / sec / 1e9,
                   ops / sec / 1e9);
+      bench_packed(m, q4, s.rows, s.cols, xq, xd, reps, min_s);
     }
   }
   std::vector<float> x(4096);
@@ -113,44 +171,70 @@ void bench_matvecs(int reps, double min_s) {
               4096.0 * 4 / sec / 1e9);
 }
 
-int bench_decode(const std::string& path, int steps, int reps, int prefill, int threads) {
+// Resident memory of this process (/proc/self/status field VmHWM: the peak so far, or VmRSS: now),
+// in MiB; -1 where /proc is missing.
+double rss_mib(const char* field = "VmHWM:") {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  double kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, std::strlen(field)) == 0) kb = std::atof(line + std::strlen(field));
+  std::fclose(f);
+  return kb < 0 ? -1 : kb / 1024.0;
+}
+
+struct model_opts {
+  std::string path;
+  int threads = 1, prefill = 64, decode = 128, batch = 0, runs = 5;
+  bool no_pack = false, pack_cache = false;
+};
+
+// Prefill of o.prefill prompt tokens (BOS, then fixed ids) and greedy decoding of o.decode tokens,
+// o.runs times; the best tok/s of each, the load time and the peak RSS after loading.
+int bench_model(const model_opts& o) {
   ml_engine_params p{};
-  p.n_threads = threads;
+  p.n_threads = o.threads;
+  p.batch = o.batch;
+  p.no_pack = o.no_pack;
+  p.pack_cache = o.pack_cache;
   ml_engine* e = nullptr;
   ml_error err;
-  if (ml_engine_open(&e, path.c_str(), &p, &err) != ML_OK) return ml::cli::report(PROG, err);
+  const double t0 = now();
+  if (ml_engine_open(&e, o.path.c_str(), &p, &err) != ML_OK) return ml::cli::report(PROG, err);
+  const double load_s = now() - t0;
+  const double load_rss = rss_mib(), load_now = rss_mib("VmRSS:");
   const ml_engine_info info = ml_engine_get_info(e);
-  const int n = std::min(steps, info.ctx - 1);
-  // Prefill: a prompt of BOS plus fixed ids (2, 3, ...), fed in batches; no token generated.
-  const int np = std::max(1, std::min(prefill, info.ctx));
-  std::vector<int32_t> prompt(np);
-  for (int i = 0; i < np; ++i) prompt[i] = i == 0 ? info.bos_id : 2 + (i * 7) % (info.vocab_size - 2);
-  double best = 0, best_prefill = 0;
-  for (int r = 0; r < reps; ++r) {
+  if (o.prefill + o.decode > info.ctx) {
+    ml_engine_close(e);
+    return ml::cli::usage_error(PROG, "--prefill " + std::to_string(o.prefill) + " + --decode " +
+                                          std::to_string(o.decode) + " exceed the context of " +
+                                          std::to_string(info.ctx));
+  }
+  std::vector<int32_t> prompt((size_t)o.prefill);
+  prompt[0] = info.bos_id;
+  for (int i = 1; i < o.prefill; ++i) prompt[(size_t)i] = 3 + (int32_t)((i * 7919L) % (info.vocab_size - 3));
+  double best_pf = 0, best_dec = 0;
+  for (int r = 0; r < o.runs; ++r) {
     ml_gen_params g{};
-    g.max_tokens = n;
+    g.max_tokens = o.decode;
     g.top_p = 1.0f;
-    const int32_t bos = info.bos_id;
     ml_gen_stats st{};
-    if (ml_engine_generate(e, &bos, 1, &g, nullptr, nullptr, &st, &err) != ML_OK) {
+    if (ml_engine_generate(e, prompt.data(), prompt.size(), &g, nullptr, nullptr, &st, &err) != ML_OK) {
       ml_engine_close(e);
       return ml::cli::report(PROG, err);
     }
-    if (st.gen_seconds > 0) best = std::max(best, st.n_generated / st.gen_seconds);
-    if (prefill > 0) {
-      g.max_tokens = 0;
-      if (ml_engine_generate(e, prompt.data(), prompt.size(), &g, nullptr, nullptr, &st, &err) != ML_OK) {
-        ml_engine_close(e);
-        return ml::cli::report(PROG, err);
-      }
-      if (st.prompt_seconds > 0) best_prefill = std::max(best_prefill, np / st.prompt_seconds);
-    }
+    if (st.prompt_seconds > 0) best_pf = std::max(best_pf, st.n_prompt / st.prompt_seconds);
+    if (st.gen_seconds > 0) best_dec = std::max(best_dec, st.n_generated / st.gen_seconds);
   }
-  std::printf("\n| model | ISA | threads | dim | layers | wtype | decode tokens | decode tok/s | prefill tokens | "
-              "prefill tok/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
-              "| %s | %s | %d | %d | %d | %s | %d | %.1f | %d | %.1f |\n(best of %d)\n",
-              path.c_str(), info.isa, info.n_threads, info.dim, info.n_layers, info.wtype == 3 ? "Q4" : "Q8", n, best,
-              prefill > 0 ? np : 0, best_prefill, reps);
+  const char* pack = !info.packed ? "no" : info.pack_from_cache ? "cache" : "yes";
+  std::printf("| model | ISA | wtype | dim | layers | -t | batch | packed | prefill tokens | prefill tok/s | "
+              "decode tokens | decode tok/s | load s | peak RSS after load (MiB) |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+              "| %s | %s | %s | %d | %d | %d | %d | %s | %d | %.1f | %d | %.1f | %.2f | %.0f |\n",
+              o.path.c_str(), info.isa, info.wtype == 3 ? "Q4" : "Q8", info.dim, info.n_layers, info.n_threads,
+              info.batch, pack, o.prefill, best_pf, o.decode, best_dec, load_s, load_rss);
+  std::printf("\n(best of %d runs; RSS after load %.0f MiB, peak RSS at exit %.0f MiB)\n", o.runs, load_now, rss_mib());
   ml_engine_close(e);
   return 0;
 }
@@ -158,28 +242,39 @@ int bench_decode(const std::string& path, int steps, int reps, int prefill, int 
 }  // namespace
 
 int ml_main(int argc, char** argv) {
-  std::string model;
-  int steps = 128, reps = 5, prefill = 64, threads = 1;
+  model_opts mo;
+  int reps = 5;
   double min_ms = 100;
   bool no_kernels = false;
-  CLI::App app{"ml_bench: kernel throughput (single thread) and decode/prefill speed of this build (Markdown)", PROG};
-  app.add_option("--model", model, "model file (.mlb) to time greedy decoding on");
-  app.add_option("-n,--steps", steps, "tokens to decode (default 128)");
-  app.add_option("--reps", reps, "repetitions; the best is reported (default 5)");
-  app.add_option("--min-ms", min_ms, "minimum milliseconds per kernel repetition (default 100)");
+  CLI::App app{"ml_bench: kernel throughput of this build (single thread), or with --model prefill and decode "
+               "speed on a model file (Markdown)",
+               PROG};
+  app.add_option("--model", mo.path, "model file (.mlb): time prefill and greedy decoding instead of the kernels");
+  app.add_option("-t,--threads", mo.threads, "--model: threads (default 1)");
+  app.add_option("--prefill", mo.prefill, "--model: prompt tokens (default 64)");
+  app.add_option("-n,--decode", mo.decode, "--model: tokens to decode (default 128)");
+  app.add_option("--batch", mo.batch, "--model: prompt tokens per step, 1..128 (default 128)");
+  app.add_flag("--no-pack", mo.no_pack, "--model: keep the row-major weights");
+  app.add_flag("--pack-cache", mo.pack_cache, "--model: map (or write) the pack cache MODEL.pk<G>");
+  app.add_option("--runs,--reps", reps, "repetitions; the best is reported (default 5)");
+  app.add_option("--min-ms", min_ms, "kernels: minimum milliseconds per repetition (default 100)");
   app.add_flag("--no-kernels", no_kernels, "skip the kernel table");
-  app.add_option("--prefill", prefill, "prompt tokens to time prefill on (with --model; default 64, 0 = off)");
-  app.add_option("-t,--threads", threads, "threads for --model (default 1)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
-  if (reps < 1 || steps < 1 || !(min_ms > 0)) return ml::cli::usage_error(PROG, "--reps, -n and --min-ms must be positive");
-  if (prefill < 0 || threads < 1) return ml::cli::usage_error(PROG, "--prefill must be >= 0 and -t >= 1");
+  if (reps < 1 || mo.decode < 0 || mo.prefill < 1 || mo.threads < 1 || mo.batch < 0 || mo.batch > 128 ||
+      !(min_ms > 0))
+    return ml::cli::usage_error(PROG, "--runs, --prefill, -t and --min-ms must be positive, --decode >= 0, "
+                                      "--batch in 0..128");
+  mo.runs = reps;
 
   std::printf("build ISA: %s\n", ml::k::build_isa);
 #define ML_PRINT_BINDING(op) std::printf("%s -> %s\n", #op, k::op##_name);
   ML_K_OPS(ML_PRINT_BINDING)
+#ifdef ML_K_PACKED
+  ML_K_PK_OPS(ML_PRINT_BINDING)
+#endif
 #undef ML_PRINT_BINDING
   std::printf("\n");
+  if (!mo.path.empty()) return bench_model(mo);
   if (!no_kernels) bench_matvecs(reps, min_ms / 1000.0);
-  if (!model.empty()) return bench_decode(model, steps, reps, prefill, threads);
   return 0;
 }

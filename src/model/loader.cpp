@@ -59,6 +59,10 @@ ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32
       if (q[i] == -128)
         return ml_fail(err, ML_E_FORMAT, "tensor %s: Q8 quant -128 at index %llu (quants must be in [-127, 127])", name,
                        (unsigned long long)i);
+    // The scan faulted the whole matrix in; drop its pages again (they stay in the page cache),
+    // so loading does not make the whole model resident at once: packing then holds about the
+    // packed model plus one matrix, and --no-pack or a pack-cache hit fault pages in as they run.
+    ml_file_release(&m->file, (size_t)(static_cast<const uint8_t*>(out->q) - m->file.data), t.data_size);
   }
   return ML_OK;
 }

@@ -180,7 +180,11 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
   info->packed = true;
   info->g = p->g;
   info->bytes = total;
-  if (cache_path && !info->from_cache)
+  if (cache_path && !info->from_cache) {
     info->cache_written = write_cache(m, p, cache_path, static_cast<const uint8_t*>(m->packed_mem), total);
+    // The header's sampled hash of the model faulted pages of the released matrices back in
+    // (the kernel maps whole large folios around each sample: about 100 MiB on a 300 MiB model).
+    for_each_matrix(m, [&](ml_qtensor* W) { release_original(m, W); });
+  }
   return ML_OK;
 }

@@ -49,11 +49,14 @@ namespace {
 
 // ISAs whose packed kernels keep the scalar kernel's float operations and order (no FMA): their
 // matvec must be bit-exact with the scalar row-major matvec for any scales.
-const char* const kExactScaled[] = {"sse2", "sse41"};
+const char* const kExactScaled[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"};
 
 constexpr int kRows[] = {1, 3, 4, 7, 17, 64};
-constexpr int kCols[] = {32, 96, 256, 4096, 4128};  // 4128: 129 blocks, past one stack chunk of every ISA
-constexpr int kTokens[] = {1, 2, 3, 4, 5, 9, 128};
+constexpr int kCols[] = {32, 96, 256, 4096, 4128};  // 4128: 129 blocks, past one stack chunk of every tile
+// The matvec also runs 16416 columns (513 blocks): past the x86 one-token chunk (x86_pack.h).
+constexpr int kMatvecCols[] = {32, 96, 256, 4096, 4128, 16416};
+// Token counts: every remainder of the 4-token (SSE, AVX2) and 8-token (AVX-512) tiles, odd ones.
+constexpr int kTokens[] = {1, 2, 3, 4, 5, 6, 7, 9, 15, 128};
 constexpr double kTol = 1e-5;
 
 uint32_t seed_of(std::initializer_list<int> parts) {
@@ -272,7 +275,7 @@ void check_matvec_pk(const PkImpl& im, bool q4) {
   if (im.pack.d16) packs.push_back(ml_pack_params{im.pack.g, im.pack.q8_offset, im.pack.q4_xor, false, im.pack.pack_q8});
   for (const ml_pack_params& p : packs)
     for (int rows : kRows)
-      for (int cols : kCols)
+      for (int cols : kMatvecCols)
         for (Kind kind : {kUnit, kExtreme, kScaledF32, kScaledF16}) {
           Rng rng(seed_of({rows, cols, kind, q4, p.d16, 1}));
           const Matrix m = make_matrix(rows, cols, q4, kind, rng);

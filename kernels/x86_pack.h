@@ -1,0 +1,223 @@
+// The packed matvec/matmul of the 256- and 512-bit x86 ISAs (avx2, avxvnni, avx512vnni), written
+// once over a traits type V that supplies the vector width (V::G rows per group, one 32-bit lane
+// per row) and the ISA's integer step. Include it only from a kernels/<isa>/matvec_pk.cpp, which
+// defines V and the four extern "C" functions (x86_pack_entry below). Layout: core/pack.h with the
+// ISA's ml_pack_params (G = 8 or 16, Q8 offset 0 or 128, Q4 raw nibbles, f32 or f16 scales).
+//
+// Contract (kernels/ops.h): r0 a multiple of G, any r1 <= rows; rows outside [r0, r1) never
+// written; unaligned loads; no allocation, no global state.
+//
+// One step (4 bytes of each of the G rows, one vector) is dotted against the token's 4 activation
+// bytes broadcast to every lane (vpbroadcastd from memory). V supplies:
+//   q8_prep(w)                 per-step weight work shared by every token of a tile
+//   q8_step(acc, wp, w, x)     acc += the step's 4 products per lane, exact int32
+//   q4_start(init) / q4_step(acc, lo, hi, xlo, xhi) / q4_finish(acc, init)
+// Where the weights are offset (VNNI Q8: q + 128, unsigned for vpdpbusd) or raw nibbles (Q4:
+// 0..15, value + 8), the block's int32 sum starts from -offset * sum(x) (exact), computed once per
+// call and token into a stack array; so the sum of a block is exactly scalar's isum.
+//
+// Rounding: per block, acc[lane] = acc + (float)isum * (d_w * d_x), blocks in order, no FMA: the
+// scalar row-major kernel's operations, so y is bit-identical to ml_k_matvec_q*_scalar for any
+// scales (f16 scales are widened exactly by vcvtph2ps). The matmul runs the same tile with
+// T = 1..V::TILE tokens (a template per count, so the accumulators stay in registers), each step
+// loaded once for all T tokens and the same float operations per token: every column equals the
+// packed matvec bit for bit.
+//
+// Columns are taken in chunks of kOffInts / T blocks (the offsets array); a group's float
+// accumulators live in y between chunks (an exact store and reload), those of a partial last
+// group in a local array.
+//
+// Prefetch (ML_PREFETCH, CMake option ML_USE_PREFETCH): hardware prefetchers stop at 4 KB page
+// boundaries, so each block's quant lines and its scales are requested ML_PREFETCH_DIST bytes of
+// the weight stream ahead (spec/architecture.txt, "Prefetch").
+#pragma once
+#include <cstring>
+
+#include "core/pack.h"
+#include "kernels/x86_avx.h"
+
+#ifndef ML_PREFETCH
+#define ML_PREFETCH 0
+#endif
+
+namespace ml::k::x86pk {
+
+inline constexpr int ML_PREFETCH_DIST = 4096;  // bytes of the weight stream ahead
+inline constexpr int kOffInts = 512;           // int32 block offsets per chunk (tokens x blocks): 2 KB
+
+static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+static inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Sum of the 32 quants of a block (exact).
+static inline int32_t block_sum(const int8_t* p) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), x);  // pairs: |.| <= 254
+  return x86::hsum_i32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+}
+
+// Unroll a block's steps fully for one token (few live registers), not for a tile, where GCC
+// would reassociate the integer sums into trees that spill.
+#define ML_PK_STEPS(n, step)                                              \
+  if constexpr (T == 1) {                                                 \
+    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (n); ++k_) step(k_);    \
+  } else {                                                                \
+    _Pragma("GCC unroll 2") for (int k_ = 0; k_ < (n); ++k_) step(k_);    \
+  }
+
+// nblk blocks of one group for T tokens. wq: the group's first block (of the chunk); wd: its
+// scales; xq[t]/xd[t]: token t's quants/scales at the chunk's first block; off[t * ostride + b]:
+// the offset of block b of token t. acc[t] lane i += row i's terms.
+template <class V, int T, bool Q4, bool F16>
+inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* wd, const int8_t* const xq[T],
+                         const float* const xd[T], const int32_t* off, int ostride, int nblk) {
+  using vi = typename V::vi;
+  using vf = typename V::vf;
+  constexpr int G = V::G;
+  constexpr int block_bytes = (Q4 ? 16 : 32) * G;
+  [[maybe_unused]] constexpr int scale_bytes = F16 ? 2 * G : 4 * G;  // prefetch only
+  constexpr bool use_off = Q4 || V::kQ8Offset != 0;
+  for (int b = 0; b < nblk; ++b) {
+    const uint8_t* wb = wq + (size_t)b * block_bytes;
+#if ML_PREFETCH
+#pragma GCC unroll 8
+    for (int l = 0; l < block_bytes; l += 64) prefetch(wb + ML_PREFETCH_DIST + l);
+    prefetch(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes + ML_PREFETCH_DIST * scale_bytes / block_bytes);
+#endif
+    vi init[T], s[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) init[t] = use_off ? V::set1(-off[t * ostride + b]) : V::zero();
+    if constexpr (Q4) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) s[t] = V::q4_start(init[t]);
+      auto step = [&](int k) {
+        const vi w = V::load(wb + (size_t)k * 4 * G);
+        const vi lo = V::lo_nibbles(w), hi = V::hi_nibbles(w);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xb = xq[t] + (size_t)b * ML_QK;
+          s[t] = V::q4_step(s[t], lo, hi, V::set1(load4(xb + 4 * k)), V::set1(load4(xb + 16 + 4 * k)));
+        }
+      };
+      ML_PK_STEPS(4, step);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) s[t] = V::q4_finish(s[t], init[t]);
+    } else {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) s[t] = init[t];
+      auto step = [&](int k) {
+        const vi w = V::load(wb + (size_t)k * 4 * G);
+        const vi wp = V::q8_prep(w);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) s[t] = V::q8_step(s[t], wp, w, V::set1(load4(xq[t] + (size_t)b * ML_QK + 4 * k)));
+      };
+      ML_PK_STEPS(8, step);
+    }
+    const vf dw = V::template scales<F16>(wd, (size_t)b * G);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = V::fadd(acc[t], V::fmul(V::cvt(s[t]), V::fmul(dw, V::fset1(xd[t][b]))));
+  }
+}
+
+#undef ML_PK_STEPS
+
+// T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1).
+template <class V, int T, bool Q4, bool F16>
+void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const float* xd, int n, int r0, int r1) {
+  using vf = typename V::vf;
+  constexpr int G = V::G;
+  if (r1 <= r0) return;
+  const int nb = W->cols / ML_QK;
+  constexpr size_t block_bytes = (Q4 ? 16 : 32) * G;
+  constexpr size_t scale_size = F16 ? 2 : 4;
+  constexpr int chunk = kOffInts / T;
+  constexpr bool use_off = Q4 || V::kQ8Offset != 0;
+  const uint8_t* pq = static_cast<const uint8_t*>(W->pq);
+  const uint8_t* pd = static_cast<const uint8_t*>(W->pd);
+  int32_t off[kOffInts];
+  alignas(64) float tail[T][G];  // accumulators of a partial last group (its rows >= r1 are never written)
+  const int g0 = r0 / G, g_full = r1 / G, g1 = (r1 + G - 1) / G;
+  for (int c0 = 0; c0 < nb; c0 += chunk) {
+    const int nblk = nb - c0 < chunk ? nb - c0 : chunk;
+    const int8_t* xqs[T];
+    const float* xds[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      xqs[t] = xq + (size_t)t * n + (size_t)c0 * ML_QK;
+      xds[t] = xd + (size_t)t * (n / ML_QK) + c0;
+      if (use_off)
+        for (int b = 0; b < nblk; ++b)
+          off[t * chunk + b] = (Q4 ? 8 : V::kQ8Offset) * block_sum(xqs[t] + (size_t)b * ML_QK);
+    }
+    for (int g = g0; g < g1; ++g) {
+      float* dst[T];
+      vf acc[T];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        dst[t] = g < g_full ? Y + (size_t)t * ldy + (size_t)g * G : tail[t];
+        acc[t] = c0 == 0 ? V::fzero() : V::floadu(dst[t]);
+      }
+      const size_t at = (size_t)g * nb + c0;  // the group's first block of the chunk
+      group_blocks<V, T, Q4, F16>(acc, pq + at * block_bytes, pd + at * G * scale_size, xqs, xds, off, chunk, nblk);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) V::fstoreu(dst[t], acc[t]);
+    }
+  }
+  if (g1 > g_full)
+    for (int t = 0; t < T; ++t)
+      for (int r = g_full * G; r < r1; ++r) Y[(size_t)t * ldy + r] = tail[t][r - g_full * G];
+}
+
+template <class V, bool Q4, bool F16>
+void matvec(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
+  tile<V, 1, Q4, F16>(y, 0, W, x->q, x->d, x->n, r0, r1);
+}
+
+// The remainder of a matmul: one tile of 1..TILE-1 tokens, its count a template argument.
+template <class V, bool Q4, bool F16, int T = 1>
+void tile_n(int nt, float* Y, size_t ldy, const ml_qtensor* W, const int8_t* q, const float* d, int n, int r0,
+            int r1) {
+  if constexpr (T < V::TILE) {
+    if (nt == T) tile<V, T, Q4, F16>(Y, ldy, W, q, d, n, r0, r1);
+    else tile_n<V, Q4, F16, T + 1>(nt, Y, ldy, W, q, d, n, r0, r1);
+  }
+}
+
+// Tiles of V::TILE tokens, then one tile of the rest.
+template <class V, bool Q4, bool F16>
+void matmul(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0, int r1) {
+  const int n = X->n, nt = X->n_tokens;
+  const size_t ld = (size_t)ldy;
+  int t = 0;
+  for (; t + V::TILE <= nt; t += V::TILE)
+    tile<V, V::TILE, Q4, F16>(Y + t * ld, ld, W, X->q + (size_t)t * n, X->d + (size_t)t * (n / ML_QK), n, r0, r1);
+  if (t < nt) tile_n<V, Q4, F16>(nt - t, Y + t * ld, ld, W, X->q + (size_t)t * n, X->d + (size_t)t * (n / ML_QK), n, r0, r1);
+}
+
+}  // namespace ml::k::x86pk
+
+// The four extern "C" entry points of ISA `isa` over traits V, dispatching on the packed scales'
+// type (W->pd_f16).
+#define ML_X86_PACK_ENTRIES(V, isa)                                                                              \
+  extern "C" void ml_k_matvec_q8_pk_##isa(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {     \
+    if (W->pd_f16) ml::k::x86pk::matvec<V, false, true>(y, W, x, r0, r1);                                        \
+    else ml::k::x86pk::matvec<V, false, false>(y, W, x, r0, r1);                                                 \
+  }                                                                                                              \
+  extern "C" void ml_k_matvec_q4_pk_##isa(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {     \
+    if (W->pd_f16) ml::k::x86pk::matvec<V, true, true>(y, W, x, r0, r1);                                         \
+    else ml::k::x86pk::matvec<V, true, false>(y, W, x, r0, r1);                                                  \
+  }                                                                                                              \
+  extern "C" void ml_k_matmul_q8_pk_##isa(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0,    \
+                                          int r1) {                                                              \
+    if (W->pd_f16) ml::k::x86pk::matmul<V, false, true>(Y, ldy, W, X, r0, r1);                                   \
+    else ml::k::x86pk::matmul<V, false, false>(Y, ldy, W, X, r0, r1);                                            \
+  }                                                                                                              \
+  extern "C" void ml_k_matmul_q4_pk_##isa(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0,    \
+                                          int r1) {                                                              \
+    if (W->pd_f16) ml::k::x86pk::matmul<V, true, true>(Y, ldy, W, X, r0, r1);                                    \
+    else ml::k::x86pk::matmul<V, true, false>(Y, ldy, W, X, r0, r1);                                             \
+  }
