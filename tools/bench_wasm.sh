@@ -29,7 +29,8 @@ row() {  # build runtime-label threads model cmd...
   out=$("$@" --no-kernels --model "$work/$model" -n 128 --prefill 64 --reps 3 -t "$t" 2>&1) || { echo "| $build | $rt | $model | $t | failed | |"; return; }
   local line
   line=$(echo "$out" | grep "^| $work/$model" | tail -1)
-  IFS='|' read -r _ _ _ _ _ _ _ _ dec _ pre _ <<<"$line"
+  # | model | ISA | wtype | dim | layers | -t | batch | packed | prefill tokens | prefill tok/s | decode tokens | decode tok/s | ...
+  IFS='|' read -r _ _ _ _ _ _ _ _ _ _ pre _ dec _ <<<"$line"
   echo "| $build | $rt | ${model%.mlb} | $t | ${dec// /} | ${pre// /} |"
 }
 for model in s260k_q8.mlb s15m_q8.mlb s15m_q4.mlb; do
