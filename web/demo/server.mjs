@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// The demo's static server: node demo/server.mjs [PORT] [coi] [--models DIR]...
+//   /            web/ (so /demo/, /src/ and /dist/ are all reachable)
+//   /models/X    X from the model folders: ../shared/models (or $KRAFLA_SHARED/models) and each --models DIR
+// With `coi` it sends Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
+// require-corp, which make the page cross-origin isolated: SharedArrayBuffer, hence the threaded
+// (pthreads) builds. `?throttle=KBPS` on any file slows its transfer (tests watch the progress bar).
+import { createReadStream, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const webRoot = resolve(here, '..');
+const args = process.argv.slice(2);
+const port = Number(args.find((a) => /^\d+$/.test(a)) ?? 8080);
+const coi = args.includes('coi');
+const modelDirs = [];
+for (let i = 0; i < args.length; ++i) if (args[i] === '--models') modelDirs.push(resolve(args[++i]));
+const shared = process.env.KRAFLA_SHARED ? resolve(process.env.KRAFLA_SHARED) : resolve(webRoot, '..', '..', 'shared');
+modelDirs.push(join(shared, 'models'));
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css',
+  '.json': 'application/json', '.wasm': 'application/wasm', '.png': 'image/png', '.svg': 'image/svg+xml',
+  '.ts': 'text/plain', '.md': 'text/markdown',
+};
+
+function inside(root, rel) {
+  const p = normalize(join(root, rel));
+  return p === root || p.startsWith(root + sep) ? p : null;
+}
+
+function locate(pathname) {
+  if (pathname.startsWith('/models/')) {
+    const rel = decodeURIComponent(pathname.slice('/models/'.length));
+    for (const d of modelDirs) {
+      const p = inside(d, rel);
+      try { if (p && statSync(p).isFile()) return p; } catch { /* next folder */ }
+    }
+    return null;
+  }
+  let rel = decodeURIComponent(pathname);
+  if (rel.endsWith('/')) rel += 'index.html';
+  const p = inside(webRoot, rel);
+  try { return p && statSync(p).isFile() ? p : null; } catch { return null; }
+}
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url, 'http://localhost');
+  const headers = { 'Cache-Control': 'no-store', 'Cross-Origin-Resource-Policy': 'same-origin' };
+  if (coi) {
+    headers['Cross-Origin-Opener-Policy'] = 'same-origin';
+    headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
+  }
+  if (url.pathname === '/') {
+    res.writeHead(302, { ...headers, Location: '/demo/' });
+    res.end();
+    return;
+  }
+  const file = locate(url.pathname);
+  if (!file) {
+    res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' });
+    res.end(`not found: ${url.pathname}\n`);
+    return;
+  }
+  const size = statSync(file).size;
+  headers['Content-Type'] = TYPES[extname(file)] ?? 'application/octet-stream';
+  headers['Content-Length'] = String(size);
+  res.writeHead(200, headers);
+  if (req.method === 'HEAD') { res.end(); return; }
+  const kbps = Number(url.searchParams.get('throttle') || 0);
+  const stream = createReadStream(file, { highWaterMark: kbps ? Math.max(1024, Math.floor(kbps * 1024 / 20)) : 65536 });
+  if (!kbps) { stream.pipe(res); return; }
+  // About 20 chunks a second.
+  stream.on('data', (chunk) => {
+    stream.pause();
+    res.write(chunk);
+    setTimeout(() => stream.resume(), 50);
+  });
+  stream.on('end', () => res.end());
+  req.on('close', () => stream.destroy());
+});
+server.listen(port, '127.0.0.1', () => {
+  console.log(`krafla demo: http://127.0.0.1:${port}/demo/ (${coi ? 'cross-origin isolated' : 'not isolated'}; models from ${modelDirs.join(', ')})`);
+});

@@ -1,0 +1,173 @@
+// The demo page in Chromium: loading with a moving progress bar, greedy text equal to the native
+// build's, streaming, stop, the build choice with and without cross-origin isolation, the cache,
+// bad files, drag-and-drop.
+import { expect, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { artifactsDir, checkpoint, nativeGreedy, nativeMlb, SLOW_MODEL, tokenizer } from '../test/native.mjs';
+import { ISOLATED, PLAIN } from '../playwright.config.mjs';
+
+const PROMPT = 'Once upon a time';
+
+async function open(page, base = ISOLATED, query = '') {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}/demo/index.html${query}`);
+  await expect(page.locator('#build')).toHaveAttribute('data-build', /wasm_/);
+  await page.evaluate(() => caches.delete('krafla-models'));
+  return errors;
+}
+
+async function loadUrl(page, model, tokenizer = '') {
+  await page.fill('#model-url', model);
+  await page.fill('#tokenizer-url', tokenizer);
+  await page.click('#load-url');
+  await expect(page.locator('#status')).toContainText('Loaded', { timeout: 30_000 });
+}
+
+async function generate(page, { temperature = 0, maxTokens = 200, prompt = PROMPT, seed = '' } = {}) {
+  await page.fill('#prompt', prompt);
+  await page.fill('#temperature', String(temperature));
+  await page.fill('#max-tokens', String(maxTokens));
+  await page.fill('#seed', seed);
+  await page.click('#generate');
+}
+
+const stats = (page) => page.waitForFunction(() => window.kraflaDemo.stats, null, { timeout: 30_000 }).then((h) => h.jsonValue());
+
+test('loads stories260K with a moving progress bar and generates the native greedy text, streaming', async ({ page }, info) => {
+  const errors = await open(page);
+  // A throttled download (about 1 MB at 400 KB/s), converted in the worker.
+  await loadUrl(page, '/models/stories260K.bin?throttle=400', '/models/tok512.bin');
+  const seen = await page.evaluate(() => window.kraflaDemo.progress);
+  const during = [...new Set(seen.filter((v) => v > 0 && v < 0.9))];
+  expect(during.length, `progress values seen: ${seen.join(' ')}`).toBeGreaterThan(3);
+  expect(await page.locator('#progress').evaluate((p) => p.value)).toBe(1);
+
+  // Record the text's length at every change while the generation runs.
+  await page.evaluate(() => {
+    window.lengths = [];
+    new MutationObserver(() => {
+      const gen = document.querySelector('#output .gen');
+      if (gen) window.lengths.push([gen.textContent.length, window.kraflaDemo.generating, !!window.kraflaDemo.stats]);
+    }).observe(document.querySelector('#output'), { childList: true, subtree: true, characterData: true });
+  });
+  await generate(page, { maxTokens: 200 });
+  const s = await stats(page);
+  // The screenshot first, so that it exists (for a look) whether or not what follows passes.
+  const shot = join(artifactsDir, 'demo-after-generation.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  await info.attach('demo after a generation', { path: shot, contentType: 'image/png' });
+  expect(s.stopReason).toBe('length');
+  expect(s.generatedTokens).toBe(200);
+  const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
+  expect(text).toBe(nativeGreedy(PROMPT, 200));
+  const lengths = await page.evaluate(() => window.lengths);
+  const streaming = lengths.filter(([len, generating, done]) => len > 0 && generating && !done);
+  const final = text.length - PROMPT.length;
+  expect(new Set(streaming.map(([len]) => len)).size, 'distinct lengths while generating').toBeGreaterThan(10);
+  expect(Math.min(...streaming.map(([len]) => len))).toBeLessThan(final / 4);
+  await expect(page.locator('#stats')).toContainText('tok/s');
+  await expect(page.locator('#stats')).toContainText(s.build);
+
+  expect(errors).toEqual([]);
+});
+
+test('cross-origin isolated: the threaded build is chosen and gives the same text', async ({ page }) => {
+  await open(page, ISOLATED);
+  const b = await page.evaluate(() => window.kraflaDemo.build);
+  expect(b.features.crossOriginIsolated).toBe(true);
+  expect(b.threaded).toBe(true);
+  expect(b.name).toMatch(/_mt$/);
+  expect(b.nThreads).toBeGreaterThan(1);
+  await expect(page.locator('#build')).toContainText(/threads/);
+  await loadUrl(page, '/models/stories260K.mlb');
+  await generate(page, { maxTokens: 120 });
+  const s = await stats(page);
+  expect(s.build).toBe(b.name);
+  const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
+  expect(text).toBe(nativeGreedy(PROMPT, 120));
+});
+
+test('not isolated: a single-threaded build is chosen, and it says why', async ({ page }) => {
+  await open(page, PLAIN);
+  const b = await page.evaluate(() => window.kraflaDemo.build);
+  expect(b.features.crossOriginIsolated).toBe(false);
+  expect(b.threaded).toBe(false);
+  expect(b.name).not.toMatch(/_mt$/);
+  await expect(page.locator('#build')).toContainText('not cross-origin isolated');
+  await loadUrl(page, '/models/stories260K.mlb');
+  await generate(page, { maxTokens: 80 });
+  await stats(page);
+  const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
+  expect(text).toBe(nativeGreedy(PROMPT, 80));
+});
+
+for (const [label, base] of [['isolated: a shared abort flag', ISOLATED], ['not isolated: an abort message', PLAIN]]) {
+test(`the stop button ends a generation within a token and the next one works (${label})`, async ({ page }) => {
+  await open(page, base);
+  await loadUrl(page, `/models/${SLOW_MODEL}`);
+  // 1000 tokens of this model take over 10 s; greedy on it never samples EOS here (checked below).
+  await generate(page, { temperature: 0, maxTokens: 1000 });
+  await expect(page.locator('#output .gen')).not.toHaveText('', { timeout: 10_000 });
+  await expect(page.locator('#stop')).toBeEnabled();
+  const atClick = await page.evaluate(() => { document.querySelector('#stop').click(); return window.kraflaDemo.tokens; });
+  const s = await stats(page);
+  expect(s.stopReason).toBe('abort');
+  expect(s.generatedTokens).toBeLessThan(1000);
+  // Within one token of the click (plus a token event possibly in flight).
+  expect(s.generatedTokens).toBeLessThanOrEqual(atClick + 2);
+  await expect(page.locator('#stats')).toContainText('stopped');
+  await expect(page.locator('#stop')).toBeDisabled();
+  await expect(page.locator('#generate')).toBeEnabled();
+  await generate(page, { temperature: 0, maxTokens: 5 });
+  expect((await stats(page)).generatedTokens).toBe(5);
+});
+}
+
+test('a model loaded by URL is cached for the next visit', async ({ page }) => {
+  await open(page);
+  await loadUrl(page, '/models/stories260K.bin', '/models/tok512.bin');
+  await expect(page.locator('#status')).not.toContainText('from the browser cache');
+  await page.reload();
+  await expect(page.locator('#build')).toHaveAttribute('data-build', /wasm_/);
+  await loadUrl(page, '/models/stories260K.bin', '/models/tok512.bin');
+  await expect(page.locator('#status')).toContainText('from the browser cache');
+  await generate(page, { maxTokens: 40 });
+  await stats(page);
+  const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
+  expect(text).toBe(nativeGreedy(PROMPT, 40));
+});
+
+test('a bad file shows an error, and the page keeps working', async ({ page }) => {
+  const errors = await open(page);
+  await page.setInputFiles('#file', { name: 'not-a-model.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4096, 0x41) });
+  await expect(page.locator('#error')).toBeVisible();
+  await expect(page.locator('#error')).toContainText('not-a-model.bin: not a krafla .mlb model');
+  await expect(page.locator('#generate')).toBeDisabled();
+  const half = readFileSync(nativeMlb()).subarray(0, 100_000);
+  await page.setInputFiles('#file', { name: 'truncated.mlb', mimeType: 'application/octet-stream', buffer: half });
+  await expect(page.locator('#error')).toContainText('truncated.mlb');
+  // Then a good pair of files: a llama2.c checkpoint and its tokenizer, converted in the worker.
+  await page.setInputFiles('#file', [checkpoint, tokenizer]);
+  await expect(page.locator('#status')).toContainText('Loaded stories260K.bin');
+  await expect(page.locator('#error')).toBeHidden();
+  await generate(page, { maxTokens: 30 });
+  await stats(page);
+  expect(errors).toEqual([]);
+});
+
+test('a .mlb dropped on the page loads', async ({ page }) => {
+  await open(page);
+  await page.evaluate(async () => {
+    const blob = await (await fetch('/models/stories260K.mlb')).blob();
+    const dt = new DataTransfer();
+    dt.items.add(new File([blob], 'dropped.mlb'));
+    document.querySelector('#drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await expect(page.locator('#status')).toContainText('Loaded dropped.mlb');
+  await generate(page, { maxTokens: 50 });
+  await stats(page);
+  const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
+  expect(text).toBe(nativeGreedy(PROMPT, 50));
+});

@@ -1,0 +1,32 @@
+// Playwright against the demo, served twice by demo/server.mjs: cross-origin isolated (COOP/COEP,
+// the threaded builds) on 8123 and not isolated on 8124. Chromium is Debian's /usr/bin/chromium
+// (nothing is downloaded). Models come from ../shared/models and web/artifacts (global-setup.mjs).
+import { defineConfig } from '@playwright/test';
+
+export const ISOLATED = 'http://127.0.0.1:8123';
+export const PLAIN = 'http://127.0.0.1:8124';
+
+export default defineConfig({
+  testDir: './e2e',
+  testMatch: /.*\.spec\.mjs/,
+  globalSetup: './e2e/global-setup.mjs',
+  timeout: 60_000,
+  workers: 1,
+  retries: 0,
+  reporter: [['list']],
+  outputDir: './test-results',
+  use: {
+    browserName: 'chromium',
+    headless: true,
+    baseURL: ISOLATED,
+    launchOptions: {
+      executablePath: process.env.KRAFLA_CHROMIUM ?? '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    },
+  },
+  webServer: [
+    { command: 'node demo/server.mjs 8123 coi --models artifacts', url: `${ISOLATED}/demo/index.html`, reuseExistingServer: false },
+    { command: 'node demo/server.mjs 8124 --models artifacts', url: `${PLAIN}/demo/index.html`, reuseExistingServer: false },
+  ],
+});

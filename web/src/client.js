@@ -1,0 +1,181 @@
+// The main-thread API: spawns the engine in a Web Worker (browsers), a worker_thread (node) or
+// in-process, and turns its messages into promises and async iterators. See index.d.ts.
+import { KraflaError } from './errors.js';
+
+const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
+
+function canShare() {
+  return typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated === true);
+}
+
+async function spawn(mode, onMessage) {
+  const url = new URL('./worker.js', import.meta.url);
+  if (mode === 'inprocess') {
+    const { Host } = await import('./host.js');
+    const host = new Host((m) => queueMicrotask(() => onMessage(m)));
+    return { post: (m) => queueMicrotask(() => host.handle(m)), terminate: () => host.unload() };
+  }
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    w.on('message', onMessage);
+    w.on('error', (e) => onMessage({ type: 'crash', error: e }));
+    // Keep node alive only while a call is pending (an idle engine must not hold the process open).
+    return { post: (m) => w.postMessage(m), terminate: () => w.terminate(), ref: () => w.ref(), unref: () => w.unref() };
+  }
+  const w = new Worker(url, { type: 'module' });
+  w.onmessage = (e) => onMessage(e.data);
+  w.onerror = (e) => onMessage({ type: 'crash', error: new Error(e.message || 'the krafla worker failed to start') });
+  return { post: (m) => w.postMessage(m), terminate: () => w.terminate() };
+}
+
+export class Krafla {
+  /** Use Krafla.create(). */
+  constructor() {
+    this.nextId = 1;
+    this.pending = new Map();
+    this.channel = null;
+    this.build = null;
+    this.model = null;
+    this.lastStats = null;
+  }
+
+  /**
+   * Starts the engine and picks the wasm build (see index.d.ts for the options).
+   * @returns {Promise<Krafla>}
+   */
+  static async create(options = {}) {
+    const k = new Krafla();
+    const mode = options.worker === false ? 'inprocess' : 'worker';
+    k.channel = await spawn(mode, (m) => k.onMessage(m));
+    const distUrl = options.distUrl ? new URL(options.distUrl, isNode ? `file://${process.cwd()}/` : location.href).href
+      : new URL('../dist/', import.meta.url).href;
+    k.build = await k.call('init', { distUrl, builds: options.builds, threads: options.threads, build: options.build });
+    return k;
+  }
+
+  onMessage(m) {
+    if (m.type === 'crash') {
+      for (const p of this.pending.values()) p.reject(new KraflaError(`krafla: the worker failed: ${m.error?.message ?? m.error}`, 'crash'));
+      this.pending.clear();
+      return;
+    }
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    if (m.type === 'event') p.onEvent?.(m.event);
+    else {
+      this.pending.delete(m.id);
+      if (m.type === 'result') p.resolve(m.value);
+      else p.reject(new KraflaError(m.error.message, m.error.kind));
+    }
+  }
+
+  call(method, args, onEvent) {
+    if (!this.channel) return Promise.reject(new KraflaError('krafla: this engine was terminated', 'state'));
+    const id = this.nextId++;
+    const p = new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onEvent });
+      this.channel.ref?.();
+      this.channel.post({ type: 'call', id, method, args });
+    });
+    const settle = () => { if (this.pending.size === 0) this.channel?.unref?.(); };
+    p.then(settle, settle);
+    return p;
+  }
+
+  /** Loads a model: a URL, ArrayBuffer, typed array, Blob or File (.mlb, or a llama2.c checkpoint with options.tokenizer). */
+  async load(source, options = {}) {
+    const { onProgress, tokenizer, ctx, cache, maxMemoryBytes } = options;
+    const clone = (s) => (s instanceof URL ? s.href : s);
+    this.model = await this.call('load', { source: clone(source), tokenizer: clone(tokenizer), ctx, cache, maxMemoryBytes },
+      (e) => e.type === 'progress' && onProgress?.({ ...e, fraction: e.total ? Math.min(1, e.loaded / e.total) : null }));
+    return this.model;
+  }
+
+  /** Text to token ids. */
+  tokenize(text, { addBos = false } = {}) {
+    return this.call('tokenize', { text, addBos });
+  }
+
+  /** Token ids to text, as the engine prints them. */
+  detokenize(ids) {
+    return this.call('detokenize', { ids: Array.from(ids) });
+  }
+
+  /**
+   * Generates text: an async iterator of text pieces (whole UTF-8 characters). Its return value
+   * (and this.lastStats) holds the statistics.
+   */
+  async *generate(prompt, options = {}) {
+    const { signal, onStats, onToken, ...rest } = options;
+    if (signal?.aborted) throw signal.reason ?? new DOMException('aborted', 'AbortError');
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    let stats = null;
+    const notify = () => { const w = wake; wake = null; w?.(); };
+    const id = this.nextId;
+    // Where memory can be shared (node, cross-origin isolated pages) the abort is a flag the
+    // worker reads before every token, so it lands within one token even when tokens are faster
+    // than a message; elsewhere the 'abort' message is read between tokens.
+    const flag = canShare() ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const done = this.call('generate', { prompt, ...rest, abortFlag: flag }, (e) => {
+      if (e.type !== 'text') return;
+      onToken?.({ n: e.n, text: e.text });
+      if (e.text) { queue.push(e.text); notify(); }
+    })
+      .then((s) => { stats = s; }, (e) => { failure = e; })
+      .finally(() => { finished = true; notify(); });
+    const abort = () => {
+      if (flag) Atomics.store(flag, 0, 1);
+      this.channel?.post({ type: 'abort', id });
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      for (;;) {
+        if (queue.length) { yield queue.shift(); continue; }
+        if (finished) break;
+        await new Promise((r) => { wake = r; });
+      }
+      await done;
+      if (failure) throw failure;
+      this.lastStats = stats;
+      onStats?.(stats);
+      return stats;
+    } finally {
+      signal?.removeEventListener('abort', abort);
+      if (!finished) abort(); // the consumer stopped iterating early
+    }
+  }
+
+  /** Generates and returns the whole text and the statistics. */
+  async complete(prompt, options = {}) {
+    let text = '';
+    const it = this.generate(prompt, options);
+    for (;;) {
+      const r = await it.next();
+      if (r.done) return { text, stats: r.value };
+      text += r.value;
+    }
+  }
+
+  /** Prefill and decode speed (the benchmark). */
+  bench(options = {}) {
+    return this.call('bench', options);
+  }
+
+  /** Frees the model's memory; the engine stays ready for another load. */
+  async unload() {
+    await this.call('unload', {});
+    this.model = null;
+  }
+
+  /** Stops the worker. */
+  terminate() {
+    this.channel?.terminate();
+    this.channel = null;
+    for (const p of this.pending.values()) p.reject(new KraflaError('krafla: terminated', 'state'));
+    this.pending.clear();
+  }
+}

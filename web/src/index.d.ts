@@ -1,0 +1,165 @@
+// Types of the krafla package (hand-written; the implementation is plain ES modules).
+
+/** A wasm build of the engine: its kernels and whether it runs pthreads. */
+export type BuildName =
+  | 'wasm_relaxed_mt' | 'wasm_relaxed'
+  | 'wasm_simd128_mt' | 'wasm_simd128'
+  | 'wasm_scalar_mt' | 'wasm_scalar';
+
+export const BUILD_ORDER: readonly BuildName[];
+
+export interface Features {
+  wasm: boolean;
+  simd128: boolean;
+  relaxedSimd: boolean;
+  crossOriginIsolated: boolean;
+  sharedMemory: boolean;
+  /** Shared memory and cross-origin isolation (always in node). */
+  threads: boolean;
+  hardwareConcurrency: number;
+  node: boolean;
+}
+
+export interface BuildChoice {
+  name: BuildName;
+  /** 'relaxed' | 'simd128' | 'scalar' */
+  isa: string;
+  threaded: boolean;
+  /** Why this build: the features found and the builds skipped. */
+  reason: string;
+}
+
+export interface BuildInfo extends BuildChoice {
+  /** The kernel ISA the module reports ('scalar', 'wasm_simd128', ...). */
+  kernels: string;
+  /** Packed-kernel row group, 0 when the build has none. */
+  packG: number;
+  /** Threads a generation uses (the worker plus nThreads - 1 pthreads). */
+  nThreads: number;
+  features: Features;
+}
+
+export interface CreateOptions {
+  /** false: no threaded build; a number: that many threads (threaded builds only). Default: up to 4. */
+  threads?: boolean | number;
+  /** Force one build (still checked against the features). */
+  build?: BuildName;
+  /** The builds present (default: read dist/builds.json). */
+  builds?: BuildName[];
+  /** Where the builds are (default: the package's dist/). */
+  distUrl?: string | URL;
+  /** false: run the engine in this thread (node), not in a worker. Default: a worker. */
+  worker?: boolean;
+}
+
+export type ModelSource = string | URL | ArrayBuffer | ArrayBufferView | Blob;
+
+export interface Progress {
+  /** download, cache (read from Cache Storage), read (Blob/File/bytes), tokenizer, convert (llama2.c to .mlb), load (into wasm memory) */
+  phase: 'download' | 'cache' | 'read' | 'tokenizer' | 'convert' | 'load';
+  loaded: number;
+  /** 0 when unknown (no Content-Length). */
+  total: number;
+  /** loaded / total, or null when the total is unknown. */
+  fraction: number | null;
+}
+
+export interface LoadOptions {
+  /** The llama2.c tokenizer.bin that goes with a llama2.c checkpoint (converted to .mlb in the worker). */
+  tokenizer?: ModelSource;
+  onProgress?: (p: Progress) => void;
+  /** Context length; 0 = the model's max_seq. */
+  ctx?: number;
+  /** A Cache Storage name: URL downloads (and conversions) are kept there and reused. Default: false. */
+  cache?: string | false;
+  /** Refuse models whose estimated wasm memory exceeds this (default and cap: 4 GiB, wasm32). */
+  maxMemoryBytes?: number;
+}
+
+export interface ModelInfo {
+  vocabSize: number; ctx: number; maxSeq: number; dim: number; hiddenDim: number; nLayers: number;
+  nHeads: number; nKvHeads: number; headDim: number; wtype: 'q8' | 'q4'; bosId: number; eosId: number;
+  hasTokenizer: boolean; nThreads: number; batch: number; packG: number; stateBytes: number;
+  packedBytes: number; modelBytes: number; isa: string;
+  /** The bytes came from Cache Storage. */
+  fromCache: boolean;
+  build: BuildName;
+}
+
+export interface GenerateOptions {
+  /** Tokens to generate (default 256). */
+  maxTokens?: number;
+  /** 0 = greedy (default 1.0). */
+  temperature?: number;
+  /** 0 = off (default). */
+  topK?: number;
+  /** In (0, 1]; 1 = off (default 0.9). */
+  topP?: number;
+  /** The sampler's seed, up to 2^64 - 1 (default: random; reported in the stats). */
+  seed?: number | bigint;
+  /** Stop strings: generation ends before the first one (it is not returned). */
+  stop?: string | string[];
+  /** Aborting ends the iteration within one token, stopReason 'abort'; the engine stays ready. */
+  signal?: AbortSignal;
+  /** Prepend BOS (default true). */
+  addBos?: boolean;
+  /** Use these prompt ids instead of tokenizing the prompt. */
+  tokens?: number[];
+  onStats?: (s: GenerateStats) => void;
+  /** Called as each token's event arrives (before the iterator yields it): n counts the tokens generated so far; text may be ''. */
+  onToken?: (t: { n: number; text: string }) => void;
+}
+
+export interface GenerateStats {
+  promptTokens: number;
+  generatedTokens: number;
+  promptSeconds: number;
+  /** Time spent in wasm on the generated tokens. */
+  decodeSeconds: number;
+  wallSeconds: number;
+  promptTokensPerSecond: number;
+  tokensPerSecond: number;
+  stopReason: 'length' | 'eos' | 'context' | 'stop' | 'abort';
+  seed: string;
+  build: BuildName;
+}
+
+export interface BenchResult {
+  promptTokens: number; decodeTokens: number;
+  prefillTokensPerSecond: number; decodeTokensPerSecond: number;
+  build: BuildName; nThreads: number;
+}
+
+export class KraflaError extends Error {
+  /** 'io' | 'format' | 'shape' | 'nomem' | 'arg' | 'state' | 'setup' | 'crash' | 'error' */
+  kind: string;
+}
+
+export class Krafla {
+  static create(options?: CreateOptions): Promise<Krafla>;
+  readonly build: BuildInfo;
+  readonly model: ModelInfo | null;
+  readonly lastStats: GenerateStats | null;
+  load(source: ModelSource, options?: LoadOptions): Promise<ModelInfo>;
+  tokenize(text: string, options?: { addBos?: boolean }): Promise<number[]>;
+  detokenize(ids: ArrayLike<number>): Promise<string>;
+  /** Text pieces as they are generated; never splits a UTF-8 character. Returns the stats. */
+  generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, GenerateStats, void>;
+  complete(prompt: string, options?: GenerateOptions): Promise<{ text: string; stats: GenerateStats }>;
+  bench(options?: { prompt?: number; decode?: number; reps?: number }): Promise<BenchResult>;
+  unload(): Promise<void>;
+  terminate(): void;
+}
+
+export interface ModelHeader {
+  kind: 'mlb' | 'llama2c';
+  dim: number; hiddenDim: number; nLayers: number; nHeads: number; nKvHeads: number; headDim: number;
+  vocabSize: number; maxSeq: number; wtype: number; fileSize: number;
+}
+
+export function detectFeatures(): Features;
+export function chooseBuild(available: BuildName[], features: Features, options?: { threads?: boolean | number; force?: BuildName }): BuildChoice;
+export function parseHeader(bytes: ArrayBuffer | Uint8Array, name?: string): ModelHeader;
+export function estimateMemory(h: ModelHeader, options?: { packed?: boolean; ctx?: number }): number;
+export function checkFits(h: ModelHeader, name: string, options?: { limit?: number; packed?: boolean; ctx?: number }): number;
+export const WASM32_MAX_BYTES: number;

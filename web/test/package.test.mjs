@@ -1,0 +1,215 @@
+// The package under node: every wasm build in dist/ against the native scalar build (ml_run).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
+import { checkpoint, nativeGreedy, nativeMlb, nativeSampled, slowModel, tokenizer, webDir } from './native.mjs';
+
+const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
+// KRAFLA_TEST_BUILDS=a,b limits the per-build tests (scripts/test-web runs the relaxed builds under node 22).
+const builds = process.env.KRAFLA_TEST_BUILDS ? all.filter((b) => process.env.KRAFLA_TEST_BUILDS.split(',').includes(b)) : all;
+const PROMPT = 'Once upon a time';
+
+// The text ml_run prints is the prompt's pieces followed by the generated ones.
+async function run(k, prompt, opts) {
+  const echo = await k.detokenize(await k.tokenize(prompt, { addBos: true }));
+  const pieces = [];
+  const it = k.generate(prompt, opts);
+  let stats;
+  for (;;) {
+    const r = await it.next();
+    if (r.done) { stats = r.value; break; }
+    pieces.push(r.value);
+  }
+  return { text: echo + pieces.join(''), pieces, stats };
+}
+
+test('dist/ holds at least one wasm build', () => {
+  assert.ok(builds.length > 0, 'run scripts/copy-builds.mjs after building the wasm presets (and check KRAFLA_TEST_BUILDS)');
+});
+
+// Builds this node cannot run (relaxed SIMD needs node 22: ../shared/TOOLCHAIN.md section 1) are
+// reported as skipped; Chromium runs them (e2e/).
+const runnable = (b) => { try { chooseBuild([b], detectFeatures(), { force: b }); return true; } catch { return false; } };
+for (const build of builds.filter((b) => !runnable(b))) test(`build ${build}`, { skip: `this node cannot run ${build}` }, () => {});
+
+for (const build of builds.filter(runnable)) {
+  describe(`build ${build}`, () => {
+    let k;
+    before(async () => {
+      k = await Krafla.create({ build, threads: build.endsWith('_mt') ? 2 : undefined });
+      await k.load(nativeMlb());
+    });
+    after(() => k?.terminate());
+
+    test('reports the build it runs', () => {
+      assert.equal(k.build.name, build);
+      assert.equal(k.build.threaded, build.endsWith('_mt'));
+      assert.equal(k.model.nThreads, build.endsWith('_mt') ? 2 : 1);
+      assert.match(k.build.reason, /simd128: (yes|no)/);
+    });
+
+    test('greedy text equals the native scalar build', async () => {
+      const r = await run(k, PROMPT, { temperature: 0, maxTokens: 200 });
+      assert.equal(r.text, nativeGreedy(PROMPT, 200));
+      assert.equal(r.stats.generatedTokens, 200);
+      assert.equal(r.stats.stopReason, 'length');
+      assert.ok(r.pieces.length > 50, 'text arrives in pieces');
+    });
+
+    test('seeded sampling equals the native scalar build', async () => {
+      const r = await run(k, 'The cat', { temperature: 0.8, topP: 0.9, seed: 42, maxTokens: 120 });
+      assert.equal(r.text, nativeSampled('The cat', 120, 0.8, 0.9, 42));
+      assert.equal(r.stats.seed, '42');
+    });
+  });
+}
+
+describe('one engine', () => {
+  let k;
+  before(async () => {
+    k = await Krafla.create();
+  });
+  after(() => k?.terminate());
+
+  test('a llama2.c checkpoint + tokenizer.bin is converted in the worker: same greedy text', async () => {
+    const phases = new Set();
+    const info = await k.load(checkpoint, { tokenizer, onProgress: (p) => phases.add(p.phase) });
+    assert.equal(info.dim, 64);
+    assert.equal(info.vocabSize, 512);
+    assert.deepEqual([...phases], ['download', 'tokenizer', 'convert', 'load']);
+    const r = await run(k, PROMPT, { temperature: 0, maxTokens: 100 });
+    assert.equal(r.text, nativeGreedy(PROMPT, 100));
+  });
+
+  test('loads from an ArrayBuffer and a Blob', async () => {
+    const bytes = readFileSync(nativeMlb());
+    await k.load(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+    const a = await k.complete(PROMPT, { temperature: 0, maxTokens: 30 });
+    await k.load(new Blob([bytes]));
+    const b = await k.complete(PROMPT, { temperature: 0, maxTokens: 30 });
+    assert.equal(a.text, b.text);
+    assert.ok(a.text.length > 20);
+  });
+
+  test('tokenize and detokenize round-trip, UTF-8 included', async () => {
+    await k.load(nativeMlb());
+    const ids = await k.tokenize('Lily saw a café, naïve 日本 🌍', { addBos: true });
+    assert.equal(ids[0], 1);
+    assert.equal(await k.detokenize(ids), 'Lily saw a café, naïve 日本 🌍');
+  });
+
+  test('streamed pieces never split a UTF-8 character', async () => {
+    // At temperature 50 the model emits raw byte tokens; find a seed whose native output holds a
+    // whole multi-byte character assembled from them, then compare with the streamed pieces. On
+    // the scalar build where there is one: this is about the pieces, not about the kernels.
+    const scalar = all.includes('wasm_scalar') ? await Krafla.create({ build: 'wasm_scalar' }) : k;
+    await scalar.load(nativeMlb());
+    let found = false;
+    for (let seed = 1; seed <= 30 && !found; ++seed) {
+      const expected = nativeSampled(PROMPT, 300, 50, 1, seed);
+      if (!/[^\x00-\x7f\ufffd]/u.test(expected)) continue;
+      found = true;
+      const r = await run(scalar, PROMPT, { temperature: 50, topP: 1, seed, maxTokens: 300 });
+      assert.equal(r.text, expected);
+      for (const p of r.pieces) assert.ok(!/[\ud800-\udbff]$/.test(p), 'a piece ends inside a surrogate pair');
+    }
+    if (scalar !== k) scalar.terminate();
+    assert.ok(found, 'no seed produced a multi-byte character (the test needs one)');
+  });
+
+  test('stop strings end the text before them', async () => {
+    await k.load(nativeMlb());
+    const full = (await k.complete(PROMPT, { temperature: 0, maxTokens: 100 })).text;
+    const r = await k.complete(PROMPT, { temperature: 0, maxTokens: 100, stop: ['Lily'] });
+    assert.equal(r.stats.stopReason, 'stop');
+    assert.equal(r.text, full.slice(0, full.indexOf('Lily')));
+  });
+
+  test('abort takes effect within one token and leaves the engine ready', async () => {
+    await k.load(slowModel()); // over 10 ms a token: the pieces reach us as they are made
+    const ctl = new AbortController();
+    let seen = 0;
+    let made = 0;
+    let madeAtAbort = 0;
+    const it = k.generate(PROMPT, { temperature: 0, maxTokens: 1000, signal: ctl.signal, onToken: (t) => { made = t.n; } });
+    let stats;
+    for (;;) {
+      const r = await it.next();
+      if (r.done) { stats = r.value; break; }
+      if (++seen === 10) { madeAtAbort = made; ctl.abort(); }
+    }
+    assert.equal(stats.stopReason, 'abort');
+    // At most the token being computed when the abort came.
+    assert.ok(stats.generatedTokens <= madeAtAbort + 1, `${stats.generatedTokens} tokens, ${madeAtAbort} when aborted`);
+    await k.load(nativeMlb());
+    const r = await run(k, PROMPT, { temperature: 0, maxTokens: 60 });
+    assert.equal(r.text, nativeGreedy(PROMPT, 60));
+  });
+
+  test('breaking out of the loop stops the generation too', async () => {
+    await k.load(nativeMlb());
+    let n = 0;
+    for await (const piece of k.generate(PROMPT, { temperature: 0, maxTokens: 400 })) { if (piece && ++n === 3) break; }
+    const r = await k.complete(PROMPT, { temperature: 0, maxTokens: 20 });
+    assert.equal(r.stats.generatedTokens, 20);
+  });
+
+  test('bad files give clear errors and the engine stays usable', async () => {
+    await assert.rejects(k.load(new Uint8Array(1000).fill(7)), /not a krafla \.mlb model .*nor a llama2\.c checkpoint/);
+    const bytes = readFileSync(nativeMlb());
+    await assert.rejects(k.load(bytes.subarray(0, bytes.length >> 1)), (e) => e.kind === 'format' && /file_size|bytes|truncat/i.test(e.message));
+    await assert.rejects(k.load(checkpoint), /needs its tokenizer\.bin/);
+    await assert.rejects(k.load(join(webDir, 'no-such-model.mlb')), /no-such-model\.mlb: the download failed/);
+    await assert.rejects(k.generate(PROMPT).next(), /no model is loaded/);
+    await k.load(nativeMlb());
+    assert.equal((await k.complete(PROMPT, { temperature: 0, maxTokens: 10 })).stats.generatedTokens, 10);
+    await assert.rejects(k.complete(PROMPT, { topP: 0 }), /topP 0 must be in \(0, 1\]/);
+  });
+
+  test('unload frees the model; a later load works', async () => {
+    await k.load(nativeMlb());
+    await k.unload();
+    assert.equal(k.model, null);
+    await assert.rejects(k.tokenize('x'), /no model is loaded/);
+    await k.load(nativeMlb());
+    assert.ok((await k.tokenize('x')).length > 0);
+  });
+});
+
+test('a model too big for wasm32 is refused after its header, before the download', async () => {
+  // A server that sends a 256-byte .mlb header claiming a 70 GB model, then never finishes.
+  const h = Buffer.alloc(256);
+  h.write('KRAFLMLB', 0, 'latin1');
+  const u32 = [[8, 1], [12, 256], [20, 8192], [24, 28672], [28, 80], [32, 64], [36, 8], [40, 128], [44, 128256], [48, 8192], [52, 2]];
+  for (const [o, v] of u32) h.writeUInt32LE(v, o);
+  h.writeBigUInt64LE(70_000_000_000n, 176);
+  let closed = false;
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'Content-Length': '70000000000' });
+    res.write(h);
+    req.on('close', () => { closed = true; });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const k = await Krafla.create();
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/huge.mlb`;
+    await assert.rejects(k.load(url), /cannot fit: .* needs about .* GiB of wasm memory, and wasm32 addresses at most 4 GiB/);
+    await assert.rejects(k.load(url, { maxMemoryBytes: 1 << 20 }), /memory limit here is 1\.0 MiB/);
+  } finally {
+    k.terminate();
+    server.closeAllConnections();
+    server.close();
+  }
+  assert.ok(closed, 'the download was cancelled');
+});
+
+test('in-process mode (no worker) runs the same API', async () => {
+  const k = await Krafla.create({ worker: false, build: builds.filter(runnable).find((b) => !b.endsWith('_mt')) });
+  await k.load(nativeMlb());
+  const r = await run(k, PROMPT, { temperature: 0, maxTokens: 50 });
+  assert.equal(r.text, nativeGreedy(PROMPT, 50));
+  k.terminate();
+});

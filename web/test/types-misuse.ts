@@ -1,0 +1,8 @@
+// Must NOT type-check (types.test.mjs expects an error on every line marked below).
+import { Krafla } from '../src/index.js';
+
+export async function misuse(k: Krafla) {
+  await k.load(42); // error: not a model source
+  k.generate('x', { maxTokens: '5' }); // error: maxTokens is a number
+  const n: number = k.build.name; // error: name is a string
+}
