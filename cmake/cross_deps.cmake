@@ -1,7 +1,7 @@
 # Cross builds: the header-only host packages (Catch2, CLI11) as INTERFACE targets whose include
 # folder holds only symlinks to their headers. Adding /usr/include itself would put the host's libc
-# headers ahead of the cross sysroot's.
-if(NOT CMAKE_CROSSCOMPILING)
+# headers ahead of the cross sysroot's. (Emscripten builds get theirs from cmake/wasm.cmake.)
+if(NOT CMAKE_CROSSCOMPILING OR EMSCRIPTEN)
   return()
 endif()
 set(_inc ${CMAKE_BINARY_DIR}/cross-include)
