@@ -82,7 +82,9 @@ endif()
 
 # An ISA whose instructions do not exist on the target architecture is a configure error.
 set(_arch ${ML_ISA_ARCH_${ML_ISA_RESOLVED}})
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
+if(EMSCRIPTEN)
+  set(_target_arch wasm)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
   set(_target_arch x86)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
   set(_target_arch aarch64)
