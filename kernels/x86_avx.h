@@ -50,23 +50,6 @@ static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
-// The horizontal sums of four accumulators as one vector {hsum(a), hsum(b), hsum(c), hsum(d)}.
-static inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
-  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // lane k of each half: partial of row k
-  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
-// y[k] = hsum(acc[k]) for k < R (R = 4: one hadd tree and one 128-bit store).
-template <int R>
-static inline void store_hsums(float* y, const __m256* acc) {
-  if constexpr (R == 4) {
-    _mm_storeu_ps(y, hsum4(acc[0], acc[1], acc[2], acc[3]));
-  } else {
-    for (int k = 0; k < R; ++k) y[k] = hsum(acc[k]);
-  }
-}
-
 static inline float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
