@@ -27,6 +27,17 @@ class Env:
         return os.path.join(self.shared, rel)
 
 
+def skip_if_cpu_lacks_isa(env):
+    """On a CPU without the build's instruction set every executable exits 3 (native/main_guard.cpp)
+    and nothing of the build can be tested: print "SKIP (CPU): <the guard's message>", which CTest
+    counts as skipped (e2e/CMakeLists.txt), and exit. Any other failure to start is left to the
+    tests."""
+    p = subprocess.run([env.exe("ml_run"), "--help"], capture_output=True, text=True, errors="replace")
+    if p.returncode == 3 and "this build needs the" in p.stderr:
+        print("SKIP (CPU): " + p.stderr.strip())
+        sys.exit(0)
+
+
 def run(cmd, check=True, timeout=600, stdin=None):
     """Runs cmd; returns (returncode, stdout, stderr). Raises with both streams when check
     and the exit code is not 0."""

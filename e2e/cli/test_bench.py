@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     ENV = h.Env(a.bin, a.ref_bin, a.shared, a.work)
+    h.skip_if_cpu_lacks_isa(ENV)
     ISA = a.isa
     r = unittest.TextTestRunner(verbosity=2).run(unittest.defaultTestLoader.loadTestsFromTestCase(Bench))
     sys.exit(0 if r.wasSuccessful() else 1)

@@ -382,6 +382,7 @@ def main():
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     ENV = h.Env(a.bin, a.ref_bin, a.shared, a.work)
+    h.skip_if_cpu_lacks_isa(ENV)
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(GROUPS[a.group])
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     sys.exit(0 if result.wasSuccessful() else 1)
