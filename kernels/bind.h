@@ -26,9 +26,7 @@ ML_K_OPS(ML_K_CHECK)
 #ifdef ML_K_PACKED
 #define ML_K_CHECK_PK(op)                                                                                        \
   static_assert(std::is_same_v<decltype(ml::k::active::op), ml_k_##op##_fn&>, "kernel " #op " has the wrong signature"); \
-  static_assert(ml::k::active::op##_pack.g == ml::k::active::pack.g &&                                           \
-                    ml::k::active::op##_pack.q8_offset == ml::k::active::pack.q8_offset &&                       \
-                    ml::k::active::op##_pack.q4_xor == ml::k::active::pack.q4_xor,                               \
+  static_assert(ml_pack_same_layout(ml::k::active::op##_pack, ml::k::active::pack),                              \
                 "packed kernel " #op " reads another ISA's layout: bind every packed op in the ISA that sets pack");
 ML_K_PK_OPS(ML_K_CHECK_PK)
 #undef ML_K_CHECK_PK

@@ -1,6 +1,6 @@
-// WebAssembly relaxed-SIMD packed kernels: matvec and matmul over the layout of
-// kernels/wasm_simd128/matvec_pk.cpp (G = 4, signed Q8, raw Q4 nibbles, f32 scales), which this
-// file mirrors step for step; only the block dot differs.
+// WebAssembly relaxed-SIMD packed kernels: matvec and matmul over core/pack.h's plain G = 4 layout
+// (signed Q8, raw Q4 nibbles, f32 scales). The tiling mirrors kernels/wasm_simd128/matvec_pk.cpp;
+// the block dot differs.
 // The dot: i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, acc) adds, per 32-bit lane, the four
 // products a[4l+j] * b[4l+j]. A lane is one row's 4 bytes of a step; b must stay in 0..127 for
 // every engine to agree, and pair sums stay within int16 (2 x 127 x 127 = 32258):

@@ -14,8 +14,8 @@
 namespace ml::k::wasm_relaxed {
 using namespace wasm_simd128;
 inline constexpr const char* isa_name = "wasm_relaxed";
-// The same layout as wasm_simd128 (G = 4, signed Q8, raw Q4, f32 scales); all four packed ops
-// are bound here all the same, so the layout check of bind.h holds by construction.
+// Its own layout (G = 4, signed Q8, raw Q4, f32 scales: wasm_simd128's lane XORs buy nothing
+// here); all four packed ops are bound here, as bind.h's layout check requires.
 inline constexpr ml_pack_params pack{4, 0, 0, false, true};
 ML_K_BIND_PK(matvec_q8_pk, wasm_relaxed)
 ML_K_BIND_PK(matvec_q4_pk, wasm_relaxed)

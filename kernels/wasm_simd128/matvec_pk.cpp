@@ -1,16 +1,25 @@
 // WebAssembly SIMD128 packed kernels: matvec and matmul of Q8/Q4 weights in the row-interleaved
-// layout of core/pack.h (G = 4, Q8 signed as stored, Q4 nibbles raw 0..15, f32 scales) times Q8_0
-// activations. Contract (kernels/ops.h): r0 a multiple of 4, any r1 <= rows; y[r] for r in
-// [r0, r1) only; W->pq/W->pd packed with ml::k::wasm_simd128::pack; unaligned loads; no
-// allocation, no global state.
+// layout of core/pack.h (G = 4, f32 scales; Q8 with the low byte of each 16-bit lane stored
+// unsigned, q + 128; Q4 raw nibbles but the top nibble of each 16-bit lane stored as nibble ^ 8)
+// times Q8_0 activations. Contract (kernels/ops.h): r0 a multiple of 4, any r1 <= rows; y[r] for r
+// in [r0, r1) only; W->pq/W->pd packed with ml::k::wasm_simd128::pack; activations in [-127, 127]
+// (what quantize_q8 writes); unaligned loads; no allocation, no global state.
 //
-// The SSE2 idea (kernels/sse2/matvec_pk.cpp) in wasm instructions: a 4-byte step of 4 rows is one
-// 16-byte load; each 16-bit lane holds two bytes of one row. Q8 sign-extends the even byte
-// (shl 8, shr_s 8) and the odd byte (shr_s 8) in place, so no +128 offset is needed; Q4 masks out
-// four nibbles (even/odd byte, low/high nibble), which read unsigned, and subtracts 8 x sum(x) per
-// block in int32. Each part goes through i32x4.dot_i16x8_s against activations expanded once per
-// call into broadcast int16 pairs, so one dot yields one partial sum per row and the loop has no
-// shuffles. Integer block sums are exact.
+// A 4-byte step of 4 rows is one 16-byte load; each 16-bit lane holds two bytes of one row. The
+// only multiply is i32x4.dot_i16x8_s, so every weight has to reach it as int16, and the cheapest
+// way is to feed it whole lanes and arithmetic shifts of them, and to fold the shifted-in bits
+// into the activation side: per lane, with the lane read as a signed int16 v,
+//   Q8: v = (w0 + 128) + 256 w1, and v >> 8 = w1. dot(v, a) + dot(v >> 8, b - 256 a)
+//       = w0 a + w1 b + 128 a: one shift and two dots per step (sign-extending each byte took
+//       three ops). 128 x sum(a) per block is subtracted in int32.
+//   Q4: v = l0 + 16 h0 + 256 l1 + 4096 (h1 - 8), and v >> 4, v >> 8, v >> 12 strip the low
+//       nibbles off in turn. With coefficients c1 = x0, c2 = x1 - 16 x0, c3 = x2 - 16 x1,
+//       c4 = x3 - 16 x2 the four dots give l0 x0 + h0 x1 + l1 x2 + (h1 - 8) x3: three shifts and
+//       four dots (masking out four nibbles took six ops). 8 x (x0 + x1 + x2) per block is
+//       subtracted in int32, which turns nibbles into values (q = nibble - 8).
+// Every coefficient fits int16 (|b - 256 a| <= 32639, |x1 - 16 x0| <= 2159) and a block's int32
+// sum stays below 2^28, so the integer block sums are exact. The coefficients are expanded once
+// per call into broadcast int16 pairs, so the loop has no shuffles.
 //
 // Activations are expanded in chunks of columns that fit an 18 KB stack buffer; a group's float
 // accumulators live in y between chunks (store and reload are exact), those of a partial last
@@ -28,32 +37,51 @@ namespace {
 constexpr int kG = 4;
 constexpr int kBufTokBlocks = 64;  // (token, block) pairs of the expansion buffer: 64 x 288 B = 18 KB
 static_assert(ml::k::wasm_simd128::pack.g == kG && ml::k::wasm_simd128::pack.q8_offset == 0 &&
-                  ml::k::wasm_simd128::pack.q4_xor == 0 && !ml::k::wasm_simd128::pack.d16,
-              "kernels/wasm_simd128/matvec_pk.cpp reads G = 4, signed Q8, raw Q4, f32 scales");
+                  ml::k::wasm_simd128::pack.q4_xor == 0 && !ml::k::wasm_simd128::pack.d16 &&
+                  ml::k::wasm_simd128::pack.q8_step_xor == 0x00800080u &&
+                  ml::k::wasm_simd128::pack.q4_step_xor == 0x80008000u,
+              "kernels/wasm_simd128/matvec_pk.cpp reads G = 4, Q8 lanes (q0 + 128, q1), Q4 lanes with h1 ^ 8, "
+              "f32 scales");
 
-// One 32-block of one token, expanded. Quad k holds values 4k..4k+3 (a, b, c, d):
-// e[k] = (a, c) and o[k] = (b, d) as int16 pairs, broadcast to the 4 lanes (one lane per row).
+// One 32-block of one token, expanded: the coefficients of each step's dots, as int16 pairs (one
+// per 16-bit lane of a row) broadcast to the 4 rows. Q8 step k: c[2k], c[2k + 1]; Q4 step k:
+// c[4k .. 4k + 3].
 struct XBlock {
-  v128_t e[8], o[8];
-  v128_t off;  // offset * sum of the block's 32 quants (exact int32), broadcast
+  v128_t c[16];
+  v128_t off;  // the int32 correction of the block (exact), broadcast
   v128_t dx;   // the block's activation scale, broadcast
 };
 
-inline int32_t pair16(int8_t lo, int8_t hi) {
+inline int32_t pair16(int32_t lo, int32_t hi) {
   return (int32_t)((uint32_t)(uint16_t)(int16_t)lo | ((uint32_t)(uint16_t)(int16_t)hi << 16));
 }
 
-inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk, int offset) {
+inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk, bool q4) {
   for (int b = 0; b < nblk; ++b) {
     const int8_t* p = q + (size_t)(b0 + b) * ML_QK;
-    int32_t sum = 0;
-    for (int k = 0; k < 8; ++k) {
-      const int8_t* v = p + 4 * k;
-      xb[b].e[k] = wasm_i32x4_splat(pair16(v[0], v[2]));
-      xb[b].o[k] = wasm_i32x4_splat(pair16(v[1], v[3]));
-      sum += (int32_t)v[0] + v[1] + v[2] + v[3];
+    int32_t off = 0;
+    if (q4) {
+      // Step k, lane (bytes j, j + 1), j = 0, 2: low nibbles are values 4k + j, 4k + j + 1, high
+      // nibbles 16 + 4k + j, 17 + 4k + j; (x0, x1, x2, x3) = (lo j, hi j, lo j + 1, hi j + 1).
+      for (int k = 0; k < 4; ++k) {
+        int32_t c[4][2];
+        for (int h = 0; h < 2; ++h) {
+          const int j = 4 * k + 2 * h;
+          const int32_t x0 = p[j], x1 = p[16 + j], x2 = p[j + 1], x3 = p[17 + j];
+          c[0][h] = x0, c[1][h] = x1 - 16 * x0, c[2][h] = x2 - 16 * x1, c[3][h] = x3 - 16 * x2;
+          off += 8 * (x0 + x1 + x2);
+        }
+        for (int i = 0; i < 4; ++i) xb[b].c[4 * k + i] = wasm_i32x4_splat(pair16(c[i][0], c[i][1]));
+      }
+    } else {
+      for (int k = 0; k < 8; ++k) {
+        const int8_t* v = p + 4 * k;
+        xb[b].c[2 * k] = wasm_i32x4_splat(pair16(v[0], v[2]));
+        xb[b].c[2 * k + 1] = wasm_i32x4_splat(pair16(v[1] - 256 * v[0], v[3] - 256 * v[2]));
+        off += 128 * (v[0] + v[2]);
+      }
     }
-    xb[b].off = wasm_i32x4_splat(offset * sum);
+    xb[b].off = wasm_i32x4_splat(off);
     xb[b].dx = wasm_f32x4_splat(d[b0 + b]);
   }
 }
@@ -65,18 +93,16 @@ inline void group_blocks(v128_t acc[T], const uint8_t* wq, const float* wd, cons
 #pragma clang loop unroll(full)
     for (int t = 0; t < T; ++t) s[t] = wasm_i32x4_splat(0);
     if constexpr (Q4) {
-      const v128_t m = wasm_i16x8_splat(0x000F);
       const uint8_t* wb = wq + (size_t)b * 64;
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; ++k) {
-        const v128_t w = wasm_v128_load(wb + 16 * k);
-        const v128_t el = wasm_v128_and(w, m), ol = wasm_v128_and(wasm_u16x8_shr(w, 8), m);
-        const v128_t eh = wasm_v128_and(wasm_u16x8_shr(w, 4), m), oh = wasm_u16x8_shr(w, 12);
+        const v128_t v1 = wasm_v128_load(wb + 16 * k);
+        const v128_t v2 = wasm_i16x8_shr(v1, 4), v3 = wasm_i16x8_shr(v1, 8), v4 = wasm_i16x8_shr(v1, 12);
 #pragma clang loop unroll(full)
         for (int t = 0; t < T; ++t) {
-          const XBlock& x = xb[t][b];
-          const v128_t lo = wasm_i32x4_add(wasm_i32x4_dot_i16x8(el, x.e[k]), wasm_i32x4_dot_i16x8(ol, x.o[k]));
-          const v128_t hi = wasm_i32x4_add(wasm_i32x4_dot_i16x8(eh, x.e[k + 4]), wasm_i32x4_dot_i16x8(oh, x.o[k + 4]));
+          const v128_t* c = xb[t][b].c + 4 * k;
+          const v128_t lo = wasm_i32x4_add(wasm_i32x4_dot_i16x8(v1, c[0]), wasm_i32x4_dot_i16x8(v2, c[1]));
+          const v128_t hi = wasm_i32x4_add(wasm_i32x4_dot_i16x8(v3, c[2]), wasm_i32x4_dot_i16x8(v4, c[3]));
           s[t] = wasm_i32x4_add(s[t], wasm_i32x4_add(lo, hi));
         }
       }
@@ -84,19 +110,19 @@ inline void group_blocks(v128_t acc[T], const uint8_t* wq, const float* wd, cons
       const uint8_t* wb = wq + (size_t)b * 128;
 #pragma clang loop unroll(full)
       for (int k = 0; k < 8; ++k) {
-        const v128_t w = wasm_v128_load(wb + 16 * k);
-        const v128_t e = wasm_i16x8_shr(wasm_i16x8_shl(w, 8), 8), o = wasm_i16x8_shr(w, 8);
+        const v128_t v = wasm_v128_load(wb + 16 * k);
+        const v128_t hi = wasm_i16x8_shr(v, 8);
 #pragma clang loop unroll(full)
         for (int t = 0; t < T; ++t) {
-          const XBlock& x = xb[t][b];
-          s[t] = wasm_i32x4_add(s[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, x.e[k]), wasm_i32x4_dot_i16x8(o, x.o[k])));
+          const v128_t* c = xb[t][b].c + 2 * k;
+          s[t] = wasm_i32x4_add(s[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(v, c[0]), wasm_i32x4_dot_i16x8(hi, c[1])));
         }
       }
     }
     const v128_t dw = wasm_v128_load(wd + (size_t)b * kG);
 #pragma clang loop unroll(full)
     for (int t = 0; t < T; ++t) {
-      const v128_t isum = Q4 ? wasm_i32x4_sub(s[t], xb[t][b].off) : s[t];
+      const v128_t isum = wasm_i32x4_sub(s[t], xb[t][b].off);
       acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dw, xb[t][b].dx)));
     }
   }
@@ -118,7 +144,7 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
   do {
     const int nblk = nb - c0 < chunk ? nb - c0 : chunk;
     for (int t = 0; t < T; ++t) {
-      expand(buf + t * chunk, xq + (size_t)t * n, xd + (size_t)t * (n / ML_QK), c0, nblk, Q4 ? 8 : 0);
+      expand(buf + t * chunk, xq + (size_t)t * n, xd + (size_t)t * (n / ML_QK), c0, nblk, Q4);
       xb[t] = buf + t * chunk;
     }
     for (int g = g0; g < g1; ++g) {

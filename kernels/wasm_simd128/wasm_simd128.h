@@ -25,9 +25,9 @@ ML_K_BIND(dot_q8, wasm_simd128)
 ML_K_BIND(axpy_q8, wasm_simd128)
 ML_K_BIND(dot_f16, wasm_simd128)
 ML_K_BIND(axpy_f16, wasm_simd128)
-// Packed kernels (matvec_pk.cpp): G = 4, Q8 signed as stored (sign-extended in place from each
-// 16-bit lane), Q4 nibbles raw, f32 scales.
-inline constexpr ml_pack_params pack{4, 0, 0, false, true};
+// Packed kernels (matvec_pk.cpp): G = 4, f32 scales, each 16-bit lane read whole: Q8 with the
+// low byte stored unsigned (q + 128), Q4 with the lane's top nibble stored as nibble ^ 8.
+inline constexpr ml_pack_params pack{4, 0, 0, false, true, 0x00800080u, 0x80008000u};
 ML_K_BIND_PK(matvec_q8_pk, wasm_simd128)
 ML_K_BIND_PK(matvec_q4_pk, wasm_simd128)
 ML_K_BIND_PK(matmul_q8_pk, wasm_simd128)

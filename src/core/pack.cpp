@@ -32,6 +32,7 @@ void ml_pack_matrix(ml_qtensor* W, int type, const ml_pack_params* p, void* pq_o
           const int row = g * G + i;
           for (int j = 0; j < 4; ++j) {
             uint8_t v;
+            const uint8_t flip = (uint8_t)((q4 ? p->q4_step_xor : p->q8_step_xor) >> (8 * j));
             if (row >= W->rows) {
               v = q4 ? (uint8_t)(0x88 ^ p->q4_xor) : (uint8_t)p->q8_offset;  // value 0 (q4: nibble 8 = 0)
             } else if (q4) {
@@ -39,7 +40,7 @@ void ml_pack_matrix(ml_qtensor* W, int type, const ml_pack_params* p, void* pq_o
             } else {
               v = (uint8_t)(static_cast<const int8_t*>(W->q)[(size_t)row * W->cols + (size_t)b * 32 + 4 * s + j] + p->q8_offset);
             }
-            step[4 * i + j] = v;
+            step[4 * i + j] = v ^ flip;
           }
         }
       }

@@ -13,6 +13,10 @@
 //       (low nibble: value 4s + j, high nibble: value 16 + 4s + j), XORed with q4_xor (0x88 on
 //       NEON dotprod, where the nibbles then read as signed q - 8):
 //         pq[((g * nb + b) * 4 + s) * 4G + 4i + j] = qb[row][16b + 4s + j] ^ q4_xor
+//   Both: the 4 bytes of a row in a step are then XORed with q8_step_xor / q4_step_xor (byte j
+//       with bits 8j..8j+7), so an ISA can flip single bytes: wasm_simd128 reads each 16-bit lane
+//       whole, which needs the low byte of a Q8 lane unsigned (0x00800080) and the top nibble of a
+//       Q4 lane signed (0x80008000).
 //   Scales: pd[(g * nb + b) * G + i] = d[row][b], float32, or IEEE half when packed with d16
 //       (the AVX2-and-up builds read f16 scales directly, halving the scale bytes of a decode).
 //
@@ -30,7 +34,15 @@ struct ml_pack_params {
   int q4_xor = 0;         // 0 or 0x88
   bool d16 = false;       // keep f16 scales as f16 (only when the matrix has f16 scales)
   bool pack_q8 = true;    // false: Q8 matrices stay row-major (an ISA whose Q8 row-major kernel wins)
+  uint32_t q8_step_xor = 0;  // XORed into a row's 4 bytes of every Q8 step (after q8_offset)
+  uint32_t q4_step_xor = 0;  // XORed into a row's 4 bytes of every Q4 step (after q4_xor)
 };
+
+// Same layout (every field but pack_q8, which only says which matrices get packed).
+constexpr bool ml_pack_same_layout(const ml_pack_params& a, const ml_pack_params& b) {
+  return a.g == b.g && a.q8_offset == b.q8_offset && a.q4_xor == b.q4_xor && a.d16 == b.d16 &&
+         a.q8_step_xor == b.q8_step_xor && a.q4_step_xor == b.q4_step_xor;
+}
 
 // Bytes of the packed quants and scales of a rows x cols matrix of type (2 Q8, 3 Q4); false on
 // overflow.

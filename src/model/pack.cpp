@@ -78,7 +78,7 @@ void put64(uint8_t* b, uint64_t v) { for (int i = 0; i < 8; ++i) b[i] = (uint8_t
 void cache_header(const ml_model* m, const ml_pack_params* p, const uint8_t* packed, size_t bytes, uint8_t* h) {
   std::memset(h, 0, CACHE_HEADER);
   std::memcpy(h, CACHE_MAGIC, 8);
-  put32(h + 8, 1);  // version
+  put32(h + 8, 2);  // version (2: the step XORs)
   put32(h + 12, (uint32_t)p->g);
   put32(h + 16, (uint32_t)p->q8_offset);
   put32(h + 20, (uint32_t)p->q4_xor);
@@ -89,6 +89,8 @@ void cache_header(const ml_model* m, const ml_pack_params* p, const uint8_t* pac
   put64(h + 48, fnv1a(0xCBF29CE484222325ull, m->file.data, 256));
   put64(h + 56, bytes);
   put64(h + 64, sampled_hash(packed, bytes));
+  put32(h + 72, p->q8_step_xor);
+  put32(h + 76, p->q4_step_xor);
 }
 
 // Maps a matching cache; false (and nothing mapped) when it is missing, stale or damaged.

@@ -88,7 +88,7 @@ std::vector<PkImpl> pk_impls() {
               &ml::k::I::matmul_q4_pk, ""};                                                                      \
     for (const ml_pack_params* q : {&ml::k::I::matvec_q8_pk_pack, &ml::k::I::matvec_q4_pk_pack,                  \
                                     &ml::k::I::matmul_q8_pk_pack, &ml::k::I::matmul_q4_pk_pack})                 \
-      if (q->g != p.g || q->q8_offset != p.q8_offset || q->q4_xor != p.q4_xor)                                   \
+      if (!ml_pack_same_layout(*q, p))                                                                           \
         im.layout_error = "an op of " #I " reads another ISA's layout (bind all four packed ops with its pack)"; \
     v.push_back(im);                                                                                             \
   }
@@ -272,7 +272,11 @@ void check_matvec_pk(const PkImpl& im, bool q4) {
   const char* op = q4 ? "matvec_q4_pk" : "matvec_q8_pk";
   const bool exact = exact_scaled(im.isa);
   std::vector<ml_pack_params> packs{im.pack};
-  if (im.pack.d16) packs.push_back(ml_pack_params{im.pack.g, im.pack.q8_offset, im.pack.q4_xor, false, im.pack.pack_q8});
+  if (im.pack.d16) {
+    ml_pack_params f32_scales = im.pack;
+    f32_scales.d16 = false;
+    packs.push_back(f32_scales);
+  }
   for (const ml_pack_params& p : packs)
     for (int rows : kRows)
       for (int cols : kMatvecCols)
