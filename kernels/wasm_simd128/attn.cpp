@@ -55,15 +55,27 @@ inline v128_t load4n(const uint16_t* p, int m) {
   return ml_w_load_half4(t);
 }
 
+// Whole 16-element chunks first, then the tail's (at most four) 4-element steps into r[0], r[1],
+// ...: the same partial for every element as one loop over 4-element steps would use, but with
+// constant accumulator indices, so the four stay in registers (a dynamic index puts a wasm
+// array in linear memory).
 template <class T>
 inline void dot(float* s, const float* q, const T* K, size_t k_stride, int n_rows, int head_dim) {
   for (int j = 0; j < n_rows; ++j) {
     const T* k = K + (size_t)j * k_stride;
     v128_t r[4] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-    for (int i = 0; i < head_dim; i += 4) {
-      const int m = head_dim - i;
-      r[(i >> 2) & 3] = wasm_f32x4_add(r[(i >> 2) & 3], wasm_f32x4_mul(ml_w_load_n(q + i, m), load4n(k + i, m)));
-    }
+    int i = 0;
+    for (; i + 16 <= head_dim; i += 16)
+      for (int c = 0; c < 4; ++c)
+        r[c] = wasm_f32x4_add(r[c], wasm_f32x4_mul(wasm_v128_load(q + i + 4 * c), load4n(k + i + 4 * c, 4)));
+    auto step = [&](v128_t& acc) {
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(ml_w_load_n(q + i, head_dim - i), load4n(k + i, head_dim - i)));
+      i += 4;
+    };
+    if (i < head_dim) step(r[0]);
+    if (i < head_dim) step(r[1]);
+    if (i < head_dim) step(r[2]);
+    if (i < head_dim) step(r[3]);
     s[j] = ml_w_sum16_f32(r);
   }
 }
