@@ -48,7 +48,7 @@ static_assert(ml::k::wasm_simd128::pack.g == kG && ml::k::wasm_simd128::pack.q8_
 // c[4k .. 4k + 3].
 struct XBlock {
   v128_t c[16];
-  v128_t off;  // the int32 correction of the block (exact), broadcast
+  v128_t neg_off;  // minus the int32 correction of the block (exact), broadcast
   v128_t dx;   // the block's activation scale, broadcast
 };
 
@@ -81,7 +81,7 @@ inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk
         off += 128 * (v[0] + v[2]);
       }
     }
-    xb[b].off = wasm_i32x4_splat(off);
+    xb[b].neg_off = wasm_i32x4_splat(-off);
     xb[b].dx = wasm_f32x4_splat(d[b0 + b]);
   }
 }
@@ -103,9 +103,11 @@ template <int T, int NG, bool Q4>
 inline void group_blocks(v128_t acc[NG * T], const uint8_t* wq, size_t gstride, const float* wd, size_t dstride,
                          const XBlock* const xb[T], int nblk) {
   for (int b = 0; b < nblk; ++b) {
-    v128_t s[NG * T];
+    v128_t s[NG * T];  // each starts from minus the block's correction, so it ends as scalar's isum
 #pragma clang loop unroll(full)
-    for (int i = 0; i < NG * T; ++i) s[i] = wasm_i32x4_splat(0);
+    for (int g = 0; g < NG; ++g)
+#pragma clang loop unroll(full)
+      for (int t = 0; t < T; ++t) s[g * T + t] = xb[t][b].neg_off;
     if constexpr (Q4) {
       const uint8_t* wb = wq + (size_t)b * 64;
       auto step = [&](int k) {
@@ -145,9 +147,8 @@ inline void group_blocks(v128_t acc[NG * T], const uint8_t* wq, size_t gstride, 
       const v128_t dw = wasm_v128_load(wd + g * dstride + (size_t)b * kG);
 #pragma clang loop unroll(full)
       for (int t = 0; t < T; ++t) {
-        const v128_t isum = wasm_i32x4_sub(s[g * T + t], xb[t][b].off);
-        acc[g * T + t] = wasm_f32x4_add(acc[g * T + t],
-                                        wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dw, xb[t][b].dx)));
+        acc[g * T + t] = wasm_f32x4_add(
+            acc[g * T + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[g * T + t]), wasm_f32x4_mul(dw, xb[t][b].dx)));
       }
     }
   }

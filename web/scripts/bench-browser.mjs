@@ -5,7 +5,7 @@
 // stories15M-shaped random Q8 model (plus, with --big, issue 4's dim-2048 4-layer Q4 shape).
 // Prints a Markdown table; with --write it replaces the section "## WebAssembly in Chromium
 // (issue 6)" of docs/benchmarks.md.
-//   node web/scripts/bench-browser.mjs [--write] [--big] [--reps N] [--threads N]
+//   node web/scripts/bench-browser.mjs [--write] [--big] [--reps N] [--threads N] [--decode N]
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ const opt = (name, d) => { const i = args.indexOf(name); return i >= 0 ? args[i 
 const repsAll = Number(opt('--reps', 3));
 const mtThreads = Number(opt('--threads', 2));
 const PROMPT = 64;
-const DECODE = 64;
+const DECODE = Number(opt('--decode', 64));
 const PORT = 8130;
 
 mkdirSync(artifactsDir, { recursive: true });
@@ -106,8 +106,8 @@ try {
 const lines = [
   '## WebAssembly in Chromium (issue 6)',
   '',
-  'Prefill (one batched eval of 64 prompt tokens) and decode (64 greedy tokens, one eval each) in tokens/s,',
-  `best of ${repsAll}, for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
+  `Prefill (one batched eval of ${PROMPT} prompt tokens) and decode (${DECODE} greedy tokens, one eval each) in tokens/s,`,
+  `best of ${repsAll} after one uncounted repetition, for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
   'cross-origin isolated) and in node (worker_threads; node 20 cannot run wasm_relaxed, see the node section above), next to',
   'the native builds\' `ml_run` on the same prompt ids.',
   `Threaded builds run ${mtThreads} threads (the worker plus pthreads); the machine has 2 cores shared with other jobs.`,
