@@ -10,6 +10,7 @@
 // Integer block sums are exact, so each row is the scalar kernel's arithmetic: bit-exact, and the
 // matmul's columns equal the packed matvec bit for bit.
 #include "kernels/wasm_relaxed/wasm_relaxed.h"
+#include "kernels/wasm_simd128/wasm_common.h"
 
 #include <wasm_simd128.h>
 
@@ -57,24 +58,24 @@ inline void group_blocks(v128_t acc[T], const uint8_t* wq, const float* wd, cons
     if constexpr (Q4) {
       const v128_t m = wasm_i8x16_splat(0x0F);
       const uint8_t* wb = wq + (size_t)b * 64;
-#pragma clang loop unroll(full)
-      for (int k = 0; k < 4; ++k) {
+      auto step = [&](int k) {
         const v128_t w = wasm_v128_load(wb + 16 * k);
         const v128_t lo = wasm_v128_and(w, m), hi = wasm_u8x16_shr(w, 4);
 #pragma clang loop unroll(full)
         for (int t = 0; t < T; ++t) s[t] = rdot(xb[t][b].ax[k + 4], hi, rdot(xb[t][b].ax[k], lo, s[t]));
-      }
+      };
+      ML_W_STEPS(4, step)
     } else {
       const uint8_t* wb = wq + (size_t)b * 128;
-#pragma clang loop unroll(full)
-      for (int k = 0; k < 8; ++k) {
+      auto step = [&](int k) {
         const v128_t w = wasm_v128_load(wb + 16 * k);
 #pragma clang loop unroll(full)
         for (int t = 0; t < T; ++t) {
           const v128_t sm = xb[t][b].sm[k];
           s[t] = rdot(wasm_i8x16_sub(wasm_v128_xor(w, sm), sm), xb[t][b].ax[k], s[t]);
         }
-      }
+      };
+      ML_W_STEPS(8, step)
     }
     const v128_t dw = wasm_v128_load(wd + (size_t)b * kG);
 #pragma clang loop unroll(full)

@@ -86,16 +86,6 @@ inline void expand(XBlock* xb, const int8_t* q, const float* d, int b0, int nblk
   }
 }
 
-// Runs step(0) .. step(n - 1): unrolled for one token (V8 keeps that body in registers), as a
-// loop for a matmul tile, where the unrolled body's hoisted loads would be spilled (measured
-// in node: prefill 40% faster, decode 10% slower, each the other way round).
-#define ML_W_STEPS(n, step)                                      \
-  if constexpr (T == 1) {                                        \
-    _Pragma("clang loop unroll(full)") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
-  } else {                                                       \
-    _Pragma("clang loop unroll(disable)") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
-  }
-
 // nblk blocks of NG consecutive groups (the second one gstride bytes / dstride scales after the
 // first) for T tokens; acc[g * T + t] holds group g's four rows for token t. NG = 2 (the Q4
 // matvec) shares each activation load between two groups.
@@ -153,7 +143,6 @@ inline void group_blocks(v128_t acc[NG * T], const uint8_t* wq, size_t gstride, 
     }
   }
 }
-#undef ML_W_STEPS
 
 // Groups [g, g + NG) for the chunk of blocks [c0, c0 + nblk): accumulators from dst (or zero on
 // the first chunk) and back.

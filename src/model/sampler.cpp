@@ -61,12 +61,16 @@ double ml_exp_portable(double x) {
 }
 
 int32_t ml_argmax(const float* x, int32_t n) {
-  int32_t best = -1;
-  for (int32_t i = 0; i < n; i++) {
-    if (std::isnan(x[i])) continue;
-    if (best < 0 || x[i] > x[best]) best = i;
-  }
-  return best < 0 ? 0 : best;
+  int32_t i = 0;
+  while (i < n && std::isnan(x[i])) ++i;
+  if (i == n) return 0;
+  int32_t best = i;
+  float m = x[i];
+  // One compare per logit (greedy decoding runs this over the whole vocabulary every token): a
+  // NaN compares false and is skipped, ties keep the first index.
+  for (++i; i < n; ++i)
+    if (x[i] > m) m = x[best = i];
+  return best;
 }
 
 size_t ml_sampler_scratch_bytes(int32_t vocab) {

@@ -107,7 +107,7 @@ const lines = [
   '## WebAssembly in Chromium (issue 6)',
   '',
   `Prefill (one batched eval of ${PROMPT} prompt tokens) and decode (${DECODE} greedy tokens, one eval each) in tokens/s,`,
-  `best of ${repsAll} after one uncounted repetition, for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
+  `best of ${repsAll} after 300 ms of uncounted repetitions (V8's optimising tier), for every wasm build in web/dist: in Chromium ${chromiumVersion} headless (Playwright, page served`,
   'cross-origin isolated) and in node (worker_threads; node 20 cannot run wasm_relaxed, see the node section above), next to',
   'the native builds\' `ml_run` on the same prompt ids.',
   `Threaded builds run ${mtThreads} threads (the worker plus pthreads); the machine has 2 cores shared with other jobs.`,
