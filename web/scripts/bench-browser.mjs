@@ -8,6 +8,7 @@
 //   node web/scripts/bench-browser.mjs [--write] [--big] [--reps N] [--threads N] [--decode N]
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { Krafla } from '../src/index.js';
@@ -111,6 +112,7 @@ const lines = [
   'cross-origin isolated) and in node (worker_threads; node 20 cannot run wasm_relaxed, see the node section above), next to',
   'the native builds\' `ml_run` on the same prompt ids.',
   `Threaded builds run ${mtThreads} threads (the worker plus pthreads); the machine has 2 cores shared with other jobs.`,
+  `This run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus()[0].model}, load average ${loadavg()[0].toFixed(1)} at the end.`,
   '',
   `Command: \`node web/scripts/bench-browser.mjs ${args.join(' ')}\` (after \`scripts/test\` has built the wasm presets and`,
   'web/dist; `--big` adds the dim-2048 Q4 shape, on the SIMD builds, one repetition).',
