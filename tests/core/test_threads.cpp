@@ -65,7 +65,7 @@ TEST_CASE("threads: no missed wake-up after workers fall asleep", "[threads]") {
   ml_pool_destroy(pool);
 }
 
-TEST_CASE("threads: a null pool runs on the caller; bad sizes are rejected", "[threads]") {
+TEST_CASE("threads: a null pool runs on the caller, and bad sizes are rejected", "[threads]") {
   counts c(1);
   c.caller = std::this_thread::get_id();
   ml_pool_run(nullptr, count_task, &c);

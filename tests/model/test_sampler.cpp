@@ -248,7 +248,7 @@ TEST_CASE("sampler: matches a full-sort reference on a large vocabulary", "[samp
   }
 }
 
-TEST_CASE("sampler: the logits are not modified; odd logits are handled", "[sampler]") {
+TEST_CASE("sampler: the logits are not modified, and odd logits are handled", "[sampler]") {
   std::vector<float> l = random_logits(100, 3, 1.0f);
   const std::vector<float> copy = l;
   Sampler s(100, 0.9f, 0.9f, 10, 5);
