@@ -13,7 +13,6 @@
 //   ml_w_sum16_f32     the canonical 16-partial sum of kernels/numerics.h (as ml_sum16_ps)
 //   ml_w_load_n        the first m floats (zeros past them), never reading past p + m
 //   ml_w_silu_mul      silu(g) * u in kernels/numerics.h's form (ml_k_silu_mul1)
-//   ML_W_STEPS         a packed block's steps: unrolled for a matvec, a loop for a matmul tile
 #pragma once
 #include <wasm_simd128.h>
 
@@ -118,14 +117,3 @@ static inline v128_t ml_w_silu_mul(v128_t g, v128_t u) {
   const v128_t num = wasm_v128_bitselect(wasm_f32x4_mul(g, e), g, neg);
   return wasm_f32x4_mul(wasm_f32x4_div(num, wasm_f32x4_add(wasm_f32x4_splat(1.0f), e)), u);
 }
-
-// Runs step(0) .. step(n - 1) inside a packed kernel templated on its token count T: unrolled for
-// one token (V8 keeps that body in registers), as a loop for a matmul tile, where V8 spills the
-// unrolled body's hoisted loads (measured in node, wasm_simd128: prefill 40% faster, decode 10%
-// slower when either choice is made for both).
-#define ML_W_STEPS(n, step)                                                         \
-  if constexpr (T == 1) {                                                           \
-    _Pragma("clang loop unroll(full)") for (int k_ = 0; k_ < (n); ++k_) step(k_);   \
-  } else {                                                                          \
-    _Pragma("clang loop unroll(disable)") for (int k_ = 0; k_ < (n); ++k_) step(k_); \
-  }
