@@ -198,6 +198,33 @@ void matmul(float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0, 
   if (t < nt) tile_n<V, Q4, F16>(nt - t, Y + t * ld, ld, W, X->q + (size_t)t * n, X->d + (size_t)t * (n / ML_QK), n, r0, r1);
 }
 
+// The parts of V shared by the 256-bit ISAs (avx2, avxvnni): G = 8 rows, 4-token matmul tiles,
+// loads, nibble masks and the float side. Each ISA's V derives from it and adds kQ8Offset and the
+// integer step (q8_prep, q8_step, q4_start, q4_step, q4_finish).
+struct Lanes256 {
+  using vi = __m256i;
+  using vf = __m256;
+  static constexpr int G = 8;
+  static constexpr int TILE = 4;
+  static vi zero() { return _mm256_setzero_si256(); }
+  static vi set1(int32_t v) { return _mm256_set1_epi32(v); }
+  static vi load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static vi lo_nibbles(vi w) { return _mm256_and_si256(w, _mm256_set1_epi8(0x0F)); }
+  static vi hi_nibbles(vi w) { return _mm256_and_si256(_mm256_srli_epi16(w, 4), _mm256_set1_epi8(0x0F)); }
+  static vf fzero() { return _mm256_setzero_ps(); }
+  static vf fset1(float v) { return _mm256_set1_ps(v); }
+  static vf floadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void fstoreu(float* p, vf v) { _mm256_storeu_ps(p, v); }
+  static vf cvt(vi v) { return _mm256_cvtepi32_ps(v); }
+  static vf fmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+  static vf fadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+  template <bool F16>
+  static vf scales(const void* d, size_t i) {
+    if constexpr (F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(d) + i)));
+    else return _mm256_loadu_ps(static_cast<const float*>(d) + i);
+  }
+};
+
 }  // namespace ml::k::x86pk
 
 // The four extern "C" entry points of ISA `isa` over traits V, dispatching on the packed scales'

@@ -12,36 +12,15 @@
 
 namespace {
 
-struct V {
-  using vi = __m256i;
-  using vf = __m256;
-  static constexpr int G = 8;
-  static constexpr int TILE = 4;
+struct V : ml::k::x86pk::Lanes256 {
   static constexpr int kQ8Offset = 128;
-  static vi zero() { return _mm256_setzero_si256(); }
-  static vi set1(int32_t v) { return _mm256_set1_epi32(v); }
-  static vi load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static vi q8_prep(vi w) { return w; }
   static vi q8_step(vi acc, vi, vi w, vi x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
-  static vi lo_nibbles(vi w) { return _mm256_and_si256(w, _mm256_set1_epi8(0x0F)); }
-  static vi hi_nibbles(vi w) { return _mm256_and_si256(_mm256_srli_epi16(w, 4), _mm256_set1_epi8(0x0F)); }
   static vi q4_start(vi init) { return init; }
   static vi q4_step(vi acc, vi lo, vi hi, vi xlo, vi xhi) {
     return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, lo, xlo), hi, xhi);
   }
   static vi q4_finish(vi acc, vi) { return acc; }
-  static vf fzero() { return _mm256_setzero_ps(); }
-  static vf fset1(float v) { return _mm256_set1_ps(v); }
-  static vf floadu(const float* p) { return _mm256_loadu_ps(p); }
-  static void fstoreu(float* p, vf v) { _mm256_storeu_ps(p, v); }
-  static vf cvt(vi v) { return _mm256_cvtepi32_ps(v); }
-  static vf fmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-  static vf fadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-  template <bool F16>
-  static vf scales(const void* d, size_t i) {
-    if constexpr (F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(d) + i)));
-    else return _mm256_loadu_ps(static_cast<const float*>(d) + i);
-  }
 };
 static_assert(ml::k::avxvnni::pack.g == V::G && ml::k::avxvnni::pack.q8_offset == V::kQ8Offset &&
                   ml::k::avxvnni::pack.q4_xor == 0,
