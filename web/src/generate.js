@@ -56,7 +56,7 @@ export async function generate(host, id, o) {
       ++n;
       if (tok === info.eosId || tok === info.bosId) { wasmMs += performance.now() - a; reason = 'eos'; break; }
       const p = m._krafla_piece(s, prev, tok, lenp);
-      const text = dec.decode(host.heap().slice(p, p + host.i32(lenp, 1)[0]), { stream: true });
+      const text = dec.decode(host.pieceBytes(p, host.i32(lenp, 1)[0]), { stream: true });
       prev = tok;
       let more = n < maxTokens;
       if (more && pos >= info.ctx) { reason = 'context'; more = false; }
