@@ -30,7 +30,7 @@ using kt::Rng;
 namespace {
 
 // ---- The case table --------------------------------------------------------------------------
-constexpr int kN[] = {1, 7, 32, 288, 4097};  // vector lengths, head_dim
+constexpr int kN[] = {1, 7, 15, 32, 45, 288, 4097};  // vector lengths, head_dim (n % 16 = 1, 7, 15, 0, 13)
 constexpr int kRows[] = {1, 3, 4, 7, 64};    // matrix rows, cache rows, heads
 constexpr int kCols[] = {32, 96, 256};       // matrix columns: 1, 3 and 8 blocks
 constexpr int kR0[] = {0, 1};                // first row of the range
