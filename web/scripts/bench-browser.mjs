@@ -185,7 +185,7 @@ function compare() {
   for (const m of models) {
     const simd = rows.find((r) => r.model === m.label && r.where === 'Chromium' && r.build === 'wasm_simd128');
     const avx2 = rows.find((r) => r.model === m.label && r.where === 'native' && r.build === 'avx2' && r.threads === 1);
-    if (simd && avx2) notes.push(`${m.label}: wasm_simd128 in Chromium decodes at ${(100 * simd.decode / avx2.decode).toFixed(0)}% of native avx2 (1 thread).`);
+    if (simd && avx2) notes.push(`${m.label}: wasm_simd128 in Chromium decodes at ${(100 * simd.decode / avx2.decode).toFixed(0)}% of native avx2 (1 thread; the table's single measurement of each).`);
   }
   return ['Against wllama (same Chromium, its published figures above):', '', ...out, '', ...notes,
     ...(pairLines.length ? ['', ...pairLines] : [])];
