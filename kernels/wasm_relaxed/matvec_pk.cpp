@@ -25,17 +25,21 @@ inline v128_t rdot(v128_t a, v128_t b_i7, v128_t acc) {
 }
 
 // Quad k = values 4k..4k+3, broadcast to the 4 lanes. Q8: c[k] = |quad k|, c[8 + k] = its sign
-// mask, no correction; Q4: c[k] = quad k as is, correction 8 x sum(x).
+// mask, no correction; Q4: c[k] = quad k as is (no sign masks), correction 8 x sum(x).
 template <bool Q4>
 void expand_quads(XBlock& xb, const int8_t* p) {
   int32_t sum = 0;
   for (int k = 0; k < 8; ++k) {
     const v128_t v = wasm_v128_load32_splat(p + 4 * k);
-    xb.c[k] = Q4 ? v : wasm_i8x16_abs(v);
-    xb.c[8 + k] = wasm_i8x16_shr(v, 7);
-    sum += (int32_t)p[4 * k] + p[4 * k + 1] + p[4 * k + 2] + p[4 * k + 3];
+    if constexpr (Q4) {
+      xb.c[k] = v;
+      sum += (int32_t)p[4 * k] + p[4 * k + 1] + p[4 * k + 2] + p[4 * k + 3];
+    } else {
+      xb.c[k] = wasm_i8x16_abs(v);
+      xb.c[8 + k] = wasm_i8x16_shr(v, 7);
+    }
   }
-  xb.neg_off = wasm_i32x4_splat(Q4 ? -8 * sum : 0);
+  xb.neg_off = wasm_i32x4_splat(-8 * sum);  // 0 for Q8
 }
 
 struct DotQ8 {

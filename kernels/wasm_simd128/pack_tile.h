@@ -45,9 +45,10 @@ struct XBlock {
 };
 
 // Runs step(0) .. step(n - 1) inside D::dot, templated on its token count T: unrolled for one
-// token (V8 keeps that body in registers), as a loop for a matmul tile, where V8 spills the
-// unrolled body's hoisted loads (measured in node, wasm_simd128: prefill 40% faster, decode 10%
-// slower when either choice is made for both).
+// token, as a loop for a matmul tile, where V8 spills the unrolled body's hoisted loads (measured
+// in node 20, wasm_simd128: prefill 40% faster, decode 10% slower when either choice is made for
+// both). V8 versions disagree on the one-token body: a loop of 4 steps per iteration was 24%
+// faster in node 22 but 17% slower in Chromium 156, the target (docs/benchmarks.md).
 #define ML_W_STEPS(n, step)                                                          \
   if constexpr (T == 1) {                                                            \
     _Pragma("clang loop unroll(full)") for (int k_ = 0; k_ < (n); ++k_) step(k_);    \
