@@ -1,18 +1,18 @@
 // Every executable's main(). Compiled WITHOUT the build's ISA flags, together with
-// src/core/isa_check.cpp: it checks that the CPU runs the build's ISA before any code compiled
+// src/core/isa_check.cpp (ml_cpu_missing in krafla.h): it checks that the CPU runs the build's ISA before any code compiled
 // with those flags executes (ml_main and everything it calls). ISA-compiled files must hold no
 // namespace-scope objects with dynamic initialisers, which would run before this check.
-// WebAssembly builds have no CPUID: ml_isa_missing trusts non-x86 ISAs, so the check passes
+// WebAssembly builds have no CPUID: ml_cpu_missing trusts non-x86 ISAs, so the check passes
 // there and the browser's JavaScript does the feature detection before it loads a build.
 #include <cstdio>
 #include <cstring>
 
-#include "core/isa_check.h"
+#include "krafla.h"
 
 int ml_main(int argc, char** argv);
 
 int main(int argc, char** argv) {
-  if (const char* missing = ml_isa_missing(ML_BUILD_ISA)) {
+  if (const char* missing = ml_cpu_missing(ML_BUILD_ISA)) {
     const char* prog = std::strrchr(argv[0], '/');
     std::fprintf(stderr, "%s: this build needs the %s instruction set, but the CPU lacks %s\n",
                  prog ? prog + 1 : argv[0], ML_BUILD_ISA, missing);

@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/status.h"
+#include "krafla.h"
 
 namespace ml::cli {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "src/engine/krafla.h"
+#include "krafla.h"
 
 namespace {
 
@@ -32,12 +32,25 @@ int write_row(void* user, size_t /*index*/, const float* logits) {
   return std::fwrite(logits, sizeof(float), w->second, w->first) != w->second;
 }
 
+// The model, the executor and the one session ml_run drives.
+struct engine {
+  ml_model* model = nullptr;
+  ml_exec* exec = nullptr;
+  ml_session* session = nullptr;
+  ~engine() {
+    ml_session_free(session);
+    ml_exec_free(exec);
+    ml_model_close(model);
+  }
+};
+
 // Feeds the prompt (in batches) and writes each position's logits (float32 rows).
-int dump_logits(ml_engine* e, const std::vector<int32_t>& ids, const std::string& path) {
-  const ml_engine_info info = ml_engine_get_info(e);
-  if (ids.size() > (size_t)info.ctx)
+int dump_logits(const engine& e, const std::vector<int32_t>& ids, const std::string& path) {
+  const ml_model_info info = ml_model_get_info(e.model);
+  const int ctx = ml_session_ctx(e.session);
+  if (ids.size() > (size_t)ctx)
     return ml::cli::usage_error(PROG, "--dump-logits: " + std::to_string(ids.size()) +
-                                          " tokens do not fit the context of " + std::to_string(info.ctx));
+                                          " tokens do not fit the context of " + std::to_string(ctx));
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) {
     std::perror((std::string(PROG) + ": --dump-logits " + path).c_str());
@@ -45,7 +58,7 @@ int dump_logits(ml_engine* e, const std::vector<int32_t>& ids, const std::string
   }
   ml_error err;
   std::pair<FILE*, size_t> w{f, (size_t)info.vocab_size};
-  if (ml_engine_eval_all(e, ids.data(), ids.size(), 0, write_row, &w, &err) != ML_OK) {
+  if (ml_session_feed_all(e.exec, e.session, ids.data(), ids.size(), write_row, &w, &err) != ML_OK) {
     std::fclose(f);
     return ml::cli::report(PROG, err);
   }
@@ -62,18 +75,20 @@ std::string build_footer() {
          (ml_build_pack_g() > 0 ? "packed: G=" + std::to_string(ml_build_pack_g()) : std::string("no packed kernels"));
 }
 
-void print_setup(const ml_engine_info& info, const options& o) {
-  std::fprintf(stderr, "%s: %s kernels, threads %d, batch %d, kv %s, ctx %d, %s", PROG, info.isa, info.n_threads,
-               info.batch, o.kv.c_str(), info.ctx, info.packed ? "packed: G=" : "row-major");
+void print_setup(const engine& e, const options& o) {
+  const ml_model_info info = ml_model_get_info(e.model);
+  std::fprintf(stderr, "%s: %s kernels, threads %d, batch %d, kv %s, ctx %d, %s", PROG, info.isa,
+               ml_exec_threads(e.exec), ml_exec_batch(e.exec), o.kv.c_str(), ml_session_ctx(e.session),
+               info.packed ? "packed: G=" : "row-major");
   if (info.packed)
     std::fprintf(stderr, "%d (%.1f MB%s)", info.pack_g, info.packed_bytes / 1e6,
                  info.pack_from_cache ? ", from the pack cache" : info.pack_cache_written ? ", pack cache written" : "");
   std::fprintf(stderr, "\n");
 }
 
-void print_profile(const ml_engine* e) {
+void print_profile(const ml_exec* e) {
   double sec[6];
-  if (ml_engine_profile(e, sec) != 6) return;
+  if (ml_exec_profile(e, sec) != 6) return;
   static const char* const names[6] = {"qkv", "attention", "wo", "ffn", "classifier", "other"};
   double total = 0;
   for (double v : sec) total += v;
@@ -129,48 +144,44 @@ int ml_main(int argc, char** argv) {
     if (ids.empty()) return ml::cli::usage_error(PROG, "--tokens: no ids given");
   }
 
-  ml_engine_params params{};
-  params.tokenizer_path = o.tokenizer.empty() ? nullptr : o.tokenizer.c_str();
-  params.ctx = o.ctx;
-  params.kv = o.kv == "q8" ? ML_ENGINE_KV_Q8 : o.kv == "f16" ? ML_ENGINE_KV_F16 : ML_ENGINE_KV_F32;
-  params.n_threads = o.threads;
-  params.batch = o.batch;
-  params.no_pack = o.no_pack;
-  params.pack_cache = o.pack_cache;
-  params.profile = o.profile;
-  ml_engine* e = nullptr;
+  ml_model_params mp{};
+  mp.tokenizer_path = o.tokenizer.empty() ? nullptr : o.tokenizer.c_str();
+  mp.ctx = o.ctx;
+  mp.no_pack = o.no_pack;
+  mp.pack_cache = o.pack_cache;
+  ml_exec_params ep{};
+  ep.n_threads = o.threads;
+  ep.batch = o.batch;
+  ep.profile = o.profile;
+  ml_session_params sp{};
+  sp.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
+  engine e;
   ml_error err;
-  if (ml_engine_open(&e, o.model.c_str(), &params, &err) != ML_OK) return ml::cli::report(PROG, err);
-  const ml_engine_info info = ml_engine_get_info(e);
-  print_setup(info, o);
+  if (ml_model_open(&e.model, o.model.c_str(), &mp, &err) != ML_OK ||
+      ml_exec_create(&e.exec, e.model, &ep, &err) != ML_OK ||
+      ml_session_create(&e.session, e.model, &sp, &err) != ML_OK)
+    return ml::cli::report(PROG, err);
+  const ml_model_info info = ml_model_get_info(e.model);
+  const int ctx = ml_session_ctx(e.session);
+  print_setup(e, o);
 
-  int rc = ml::cli::EXIT_OK;
   if (ids.empty()) {  // the prompt text, BOS first
     std::vector<int32_t> buf(o.prompt.size() + 3);
     size_t n = 0;
-    if (ml_engine_tokenize(e, o.prompt.data(), o.prompt.size(), 1, buf.data(), buf.size(), &n, &err) != ML_OK) {
-      ml_engine_close(e);
+    if (ml_tokenize(ml_model_tokenizer(e.model), o.prompt.data(), o.prompt.size(), 1, buf.data(), buf.size(), &n,
+                    &err) != ML_OK)
       return ml::cli::report(PROG, err);
-    }
     ids.assign(buf.begin(), buf.begin() + (long)n);
   }
   for (int32_t id : ids)
-    if (id < 0 || id >= info.vocab_size) {
-      ml_engine_close(e);
+    if (id < 0 || id >= info.vocab_size)
       return ml::cli::usage_error(PROG, "--tokens: id " + std::to_string(id) + " is outside the vocabulary 0.." +
                                             std::to_string(info.vocab_size - 1));
-    }
 
-  if (!o.dump_logits.empty()) {
-    rc = dump_logits(e, ids, o.dump_logits);
-    ml_engine_close(e);
-    return rc;
-  }
-  if (ids.size() > (size_t)info.ctx) {
-    ml_engine_close(e);
+  if (!o.dump_logits.empty()) return dump_logits(e, ids, o.dump_logits);
+  if (ids.size() > (size_t)ctx)
     return ml::cli::usage_error(PROG, "the prompt has " + std::to_string(ids.size()) +
-                                          " tokens, more than the context of " + std::to_string(info.ctx));
-  }
+                                          " tokens, more than the context of " + std::to_string(ctx));
 
   if (!o.seed_given)
     o.seed = (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
@@ -182,20 +193,18 @@ int ml_main(int argc, char** argv) {
   gp.seed = o.seed;
   gp.stop_at_eos = 1;
   ml_gen_stats st{};
-  if (ml_engine_generate(e, ids.data(), ids.size(), &gp, on_token, nullptr, &st, &err) != ML_OK) {
-    ml_engine_close(e);
+  if (ml_generate(e.exec, e.session, ids.data(), ids.size(), &gp, on_token, nullptr, &st, &err) != ML_OK) {
     std::fputc('\n', stdout);
     return ml::cli::report(PROG, err);
   }
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (st.stop_reason == ML_STOP_CONTEXT)
-    std::fprintf(stderr, "%s: stopped at the context limit of %d tokens\n", PROG, info.ctx);
+    std::fprintf(stderr, "%s: stopped at the context limit of %d tokens\n", PROG, ctx);
   const double gen_tps = st.gen_seconds > 0 ? st.n_generated / st.gen_seconds : 0.0;
   const double pp_tps = st.prompt_seconds > 0 ? st.n_prompt / st.prompt_seconds : 0.0;
   std::fprintf(stderr, "%s: seed %llu; prompt %d tokens (%.1f tok/s), generated %d tokens, %.2f tok/s\n", PROG,
                (unsigned long long)o.seed, st.n_prompt, pp_tps, st.n_generated, gen_tps);
-  if (o.profile) print_profile(e);
-  ml_engine_close(e);
-  return rc;
+  if (o.profile) print_profile(e.exec);
+  return ml::cli::EXIT_OK;
 }

@@ -15,13 +15,17 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "core/file.h"
-#include "model/format.h"
-#include "model/tokenizer/llama2c.h"
+#include "krafla.h"
 
 namespace {
 
 const char* const PROG = "ml_tok";
+
+#define ML_TRY_OPEN(expr)              \
+  do {                                 \
+    const ml_status st_ = (expr);      \
+    if (st_ != ML_OK) return st_;      \
+  } while (0)
 
 struct options {
   std::string file, command, text;
@@ -29,40 +33,19 @@ struct options {
   uint32_t vocab = 0;
 };
 
-// Loads the tokenizer from a .mlb model or a raw tokenizer.bin.
+// Opens the tokenizer of a .mlb model or a raw tokenizer.bin (ml_tokenizer_open names the file).
 ml_status load(const options& o, ml_tokenizer** tok, ml_error* err) {
-  ml_file f;
-  ML_TRY(ml_file_open(&f, o.file.c_str(), err));
-  ml_status s = ML_OK;
-  if (f.size >= sizeof ML_MLB_MAGIC && std::memcmp(f.data, ML_MLB_MAGIC, sizeof ML_MLB_MAGIC) == 0) {
-    ml_mlb m;
-    s = ml_mlb_parse(&m, f.data, f.size, err);
-    if (s == ML_OK && !m.tokenizer)
-      s = ml_fail(err, ML_E_ARG, "%s: the model has no tokenizer section; pass a tokenizer.bin instead",
-                  o.file.c_str());
-    else if (s == ML_OK && m.tokenizer_kind != 1)
-      s = ml_fail(err, ML_E_FORMAT, "%s: tokenizer kind %u is not supported (1 = llama2.c)", o.file.c_str(),
-                  m.tokenizer_kind);
-    else if (s == ML_OK && o.vocab != 0 && o.vocab != m.h.vocab_size)
-      s = ml_fail(err, ML_E_ARG, "--vocab %u differs from the model's vocab_size %u", o.vocab, m.h.vocab_size);
-    if (s == ML_OK) s = ml_tokenizer_load_llama2c(tok, m.tokenizer, m.tokenizer_size, m.h.vocab_size, err);
-    if (s == ML_OK) s = ml_tokenizer_set_special(*tok, (int32_t)m.h.bos_id, (int32_t)m.h.eos_id, err);
-  } else {
-    s = ml_tokenizer_load_llama2c(tok, f.data, f.size, o.vocab, err);
-  }
-  ml_file_close(&f);
-  if (s != ML_OK && err && std::strncmp(err->msg, o.file.c_str(), o.file.size()) != 0 &&
-      std::strncmp(err->msg, "--", 2) != 0) {
-    const std::string msg = o.file + ": " + err->msg;  // name the file
-    const size_t n = std::min(msg.size(), sizeof err->msg - 1);
-    std::memcpy(err->msg, msg.data(), n);
-    err->msg[n] = '\0';
-  }
-  if (s != ML_OK && *tok) {
-    ml_tokenizer_free(*tok);
+  ML_TRY_OPEN(ml_tokenizer_open(tok, o.file.c_str(), err));
+  if (o.vocab != 0 && (int64_t)o.vocab != ml_tokenizer_vocab_size(*tok)) {
+    const int32_t has = ml_tokenizer_vocab_size(*tok);
+    ml_tokenizer_close(*tok);
     *tok = nullptr;
+    std::snprintf(err->msg, sizeof err->msg, "--vocab %u differs from %s's vocabulary of %d tokens", o.vocab,
+                  o.file.c_str(), has);
+    err->status = ML_E_ARG;
+    return ML_E_ARG;
   }
-  return s;
+  return ML_OK;
 }
 
 bool read_stdin(std::string* out) {
@@ -77,7 +60,7 @@ int encode(const ml_tokenizer* tok, const options& o) {
   std::vector<int32_t> ids(o.text.size() + 2);
   size_t n = 0;
   ml_error err;
-  if (ml_tokenizer_encode(tok, o.text.data(), o.text.size(), o.bos, ids.data(), ids.size(), &n, &err) != ML_OK)
+  if (ml_tokenize(tok, o.text.data(), o.text.size(), o.bos, ids.data(), ids.size(), &n, &err) != ML_OK)
     return ml::cli::report(PROG, err);
   std::string line;
   for (size_t i = 0; i < n; i++) {
@@ -95,16 +78,16 @@ int decode(const ml_tokenizer* tok, const options& o) {
   std::vector<int32_t> ids;
   std::string bad;
   if (!ml::cli::parse_ids(o.text, &ids, &bad)) return ml::cli::usage_error(PROG, "decode: '" + bad + "' is not a token id");
-  const int32_t vocab = ml_tokenizer_vocab(tok), bos = ml_tokenizer_bos(tok), eos = ml_tokenizer_eos(tok);
+  const int32_t vocab = ml_tokenizer_vocab_size(tok), bos = ml_tokenizer_bos_id(tok);
   std::string out;
   int32_t prev = bos;
   for (size_t i = 0; i < ids.size(); i++) {
     size_t len = 0;
-    const char* piece = ml_tokenizer_piece(tok, prev, ids[i], &len);
+    const char* piece = ml_token_piece(tok, prev, ids[i], &len);  // BOS and EOS: ""
     if (!piece)
       return ml::cli::usage_error(PROG, "decode: id " + std::to_string(ids[i]) + " (item " + std::to_string(i + 1) +
                                             ") is outside the vocabulary 0.." + std::to_string(vocab - 1));
-    if (ids[i] != bos && ids[i] != eos) out.append(piece, len);
+    out.append(piece, len);
     prev = ids[i];
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -135,7 +118,7 @@ int ml_main(int argc, char** argv) {
   ml_error err;
   if (load(o, &tok, &err) != ML_OK) return ml::cli::report(PROG, err);
   const int rc = o.command == "encode" ? encode(tok, o) : decode(tok, o);
-  ml_tokenizer_free(tok);
+  ml_tokenizer_close(tok);
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "%s: writing stdout failed\n", PROG);
     return ml::cli::EXIT_FAILURE_;

@@ -172,3 +172,6 @@ const char* ml_isa_missing(const char* isa) {
   }
   return nullptr;  // scalar
 }
+
+// The public API's CPU check (krafla.h), here because this file is compiled without ISA flags.
+extern "C" const char* ml_cpu_missing(const char* isa) { return ml_isa_missing(isa); }

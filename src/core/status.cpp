@@ -2,14 +2,18 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) {
   if (err) {
     err->status = s;
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    // Formatted apart first: an argument may be err->msg itself (a message wrapped with its file).
+    char msg[sizeof err->msg];
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    std::memcpy(err->msg, msg, sizeof msg);
   }
   return s;
 }

@@ -5,20 +5,9 @@
 #pragma once
 #include <cstddef>
 
-enum ml_status : int {
-  ML_OK = 0,
-  ML_E_IO,      // a file could not be opened, read, mapped or written
-  ML_E_FORMAT,  // a file's contents are malformed (magic, version, offsets, values)
-  ML_E_SHAPE,   // a tensor or hyperparameter has the wrong shape or type
-  ML_E_NOMEM,   // an allocation failed or a size would overflow the address space
-  ML_E_ISA,     // the CPU lacks the build's instruction set
-  ML_E_ARG,     // a caller passed an invalid argument (option, token id, context length)
-};
-
-struct ml_error {
-  ml_status status = ML_OK;
-  char msg[512] = {0};
-};
+// ml_status, ml_error: the public definitions (src/engine/include/krafla_types.h), shared so the
+// C API and the core cannot drift apart.
+#include "krafla_types.h"
 
 // Fills err (may be null) with status s and a printf-style message; returns s.
 ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -19,8 +19,10 @@ inline constexpr int ML_QK = 32;  // values per quantization block
 // It keeps 127 / amax finite.
 inline constexpr float ML_QUANT_TINY = 1e-30f;
 
-// A quantized weight matrix, row-major [rows][cols], cols a multiple of 32.
+// A quantized weight matrix, row-major [rows][cols], cols a multiple of 32. Each matrix carries
+// its own type, so one model may mix them (the ops dispatch on it; the forward pass never does).
 struct ml_qtensor {
+  int type = 0;             // ML_DT_Q8 or ML_DT_Q4 (krafla_types.h)
   const void* q = nullptr;  // int8 (Q8) or packed nibbles (Q4)
   const void* d = nullptr;  // per-block scales: float or half (d_f16)
   int rows = 0;

@@ -17,7 +17,7 @@ inline constexpr uint32_t ML_MLB_NAME_MAX = 48;  // including the terminating NU
 inline constexpr uint64_t ML_MLB_ALIGN = 64;
 
 enum ml_arch : uint32_t { ML_ARCH_LLAMA = 0, ML_ARCH_QWEN2 = 1, ML_ARCH_QWEN3 = 2, ML_ARCH_GEMMA3 = 3, ML_ARCH_QWEN35 = 4 };
-enum ml_dtype : uint32_t { ML_DT_F32 = 0, ML_DT_F16 = 1, ML_DT_Q8 = 2, ML_DT_Q4 = 3 };
+// ml_dtype (F32, F16, Q8, Q4): krafla_types.h, through core/status.h.
 enum ml_scale_type : uint32_t { ML_SCALE_F32 = 0, ML_SCALE_F16 = 1 };
 enum ml_rope_type : uint32_t { ML_ROPE_INTERLEAVED = 0, ML_ROPE_HALF = 1 };
 enum ml_rope_scaling : uint32_t { ML_ROPE_SCALING_NONE = 0, ML_ROPE_SCALING_LLAMA3 = 1, ML_ROPE_SCALING_LINEAR = 2 };

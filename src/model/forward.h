@@ -1,20 +1,30 @@
 // The forward pass of the Llama family (spec/architecture.txt, "Data flow for one token") over a
-// batch of consecutive positions: RMSNorm, Q8 activations into integer matrix products, RoPE, GQA
-// attention over the KV cache, SwiGLU, classifier. Every per-token operation is the one a single
-// token would get, in the same order, and each matmul column equals the matvec of that token, so
-// batched and token-by-token runs give bit-identical logits.
+// batch of tokens that may belong to different sessions: RMSNorm, Q8 activations into integer
+// matrix products, RoPE, GQA attention over each token's own session cache, SwiGLU, classifier.
+// The weights are read once per step for the whole batch. Every per-token operation is the one a
+// single token would get, in the same order, and each matmul column equals the matvec of that
+// token, so a token's logits are bit-identical whatever else shares its batch, and whatever the
+// batch size and thread count.
 #pragma once
 #include <cstdint>
 
+#include "model/exec.h"
 #include "model/model.h"
-#include "model/state.h"
+#include "model/session.h"
 
-enum ml_logits_mode : int {
-  ML_LOGITS_NONE = 0,  // prompt tokens before the last: the classifier is skipped
-  ML_LOGITS_LAST = 1,  // s->logits[0..vocab) = the last token's logits
-  ML_LOGITS_ALL = 2,   // s->logits[t * vocab ...] for every token t of the batch
+// n tokens (1 <= n <= exec max_batch): token i is tokens[i] of sessions[i] at position pos[i].
+// The caller checks: ids in the vocabulary, pos[i] < that session's ctx, a session's positions in
+// the batch distinct, and every earlier position of each session already in its cache.
+// logits[i] != 0: the token's logits are computed into exec->logits, one row per such token in
+// batch order. The forward pass stores each token's K/V in its session; it does not touch a
+// session's position or history (the engine does).
+struct ml_batch {
+  int n = 0;
+  const int32_t* tokens = nullptr;
+  ml_session* const* sessions = nullptr;
+  const int* pos = nullptr;
+  const uint8_t* logits = nullptr;
 };
 
-// Runs tokens[0, n) at positions pos0 .. pos0 + n - 1 (1 <= n <= s->p.batch, pos0 + n <= ctx,
-// every id < vocab; the caller checks).
-void ml_forward(const ml_model* m, ml_state* s, const int32_t* tokens, int n, int pos0, ml_logits_mode logits);
+// Returns the number of logit rows written.
+int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b);

@@ -4,9 +4,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cmath>
+#include <new>
+
 #include "model/model.h"
 
 #include "core/quant_ref.h"
+#include "model/tensor_table.h"
+#include "model/tokenizer/llama2c.h"
 
 namespace {
 
@@ -35,19 +40,17 @@ ml_status bind_vector(const ml_model* m, const char* name, uint32_t n, const flo
   return ML_OK;
 }
 
-// Binds a weight matrix and checks its quants: a Q8 quant of -128 is outside the format.
+// Binds a weight matrix of its own type (Q8 or Q4) and checks its quants: a Q8 quant of -128 is
+// outside the format.
 ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32_t cols, ml_qtensor* out,
                       ml_error* err) {
   ml_mlb_tensor t;
-  const ml_mlb_header& h = m->mlb.h;
   if (!ml_mlb_find(&m->mlb, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
-  if (t.type != h.wtype)
-    return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected the header's wtype %u", name, t.type, h.wtype);
-  if (t.scale_type != h.scale_type)
-    return ml_fail(err, ML_E_SHAPE, "tensor %s: scale_type %u, expected the header's %u", name, t.scale_type,
-                   h.scale_type);
+  if (t.type != ML_DT_Q8 && t.type != ML_DT_Q4)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected a weight type (2 Q8 or 3 Q4)", name, t.type);
   if (t.rows != rows || t.cols != cols)
     return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected %u x %u", name, t.rows, t.cols, rows, cols);
+  out->type = (int)t.type;
   out->q = m->mlb.base + t.data_offset;
   out->d = m->mlb.base + t.scale_offset;
   out->rows = (int)rows;
@@ -67,6 +70,36 @@ ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32
   return ML_OK;
 }
 
+// Binds one row of the tensor table (model/tensor_table.h) into owner; an absent optional
+// tensor stays null, and a tensor the header says is absent must not be in the file.
+template <class Owner>
+ml_status bind_row(const ml_model* m, const ml_tensor_row<Owner>& r, const char* name, Owner* owner, ml_error* err) {
+  const ml_mlb_header& h = m->mlb.h;
+  if (!ml_tensor_present(r, h)) {
+    ml_mlb_tensor unused;
+    if (ml_mlb_find(&m->mlb, name, &unused))
+      return ml_fail(err, ML_E_SHAPE, "tensor %s is present but the header's flags 0x%x say the model has none", name,
+                     h.flags);
+    return ML_OK;
+  }
+  const uint32_t rows = ml_tdim_size(r.rows, h), cols = ml_tdim_size(r.cols, h);
+  if (r.vec) return bind_vector(m, name, cols, &(owner->*r.vec), err);
+  return bind_matrix(m, name, rows, cols, &(owner->*r.mat), err);
+}
+
+// The attention of a layer: every layer of a Llama attends to the whole context with the
+// 1/sqrt(head_dim) scale and the model's one RoPE table.
+void describe_layer(ml_model* m, ml_layer* L) {
+  const ml_config& c = m->cfg;
+  L->kind = ML_LAYER_ATTENTION;
+  L->attn.n_heads = c.n_heads;
+  L->attn.n_kv_heads = c.n_kv_heads;
+  L->attn.head_dim = c.head_dim;
+  L->attn.scale = 1.0f / std::sqrt((float)c.head_dim);
+  L->attn.window = 0;
+  L->rope = &m->rope;
+}
+
 ml_status bind_all(ml_model* m, ml_error* err) {
   const ml_mlb_header& h = m->mlb.h;
   ml_config& c = m->cfg;
@@ -80,44 +113,27 @@ ml_status bind_all(ml_model* m, ml_error* err) {
   c.max_seq = (int)(h.max_seq > (1u << 30) ? (1u << 30) : h.max_seq);
   c.q_dim = c.n_heads * c.head_dim;
   c.kv_dim = c.n_kv_heads * c.head_dim;
-  c.wtype = (int)h.wtype;
   c.norm_eps = h.norm_eps;
-  c.rope_theta = h.rope_theta;
   c.embed_scale = h.embed_scale;
-  c.rope_type = (int)h.rope_type;
   c.bos_id = (int)h.bos_id;
   c.eos_id = (int)h.eos_id;
   c.tied = (h.flags & ML_FLAG_TIED_CLASSIFIER) != 0;
+  m->rope.type = (int)h.rope_type;
+  m->rope.n_rot = c.head_dim;
+  m->rope.theta = (double)h.rope_theta;
 
-  ML_TRY(bind_matrix(m, "tok_embd", h.vocab_size, h.dim, &m->tok_embd, err));
-  ML_TRY(bind_vector(m, "output_norm", h.dim, &m->output_norm, err));
-  ml_mlb_tensor unused;
-  if (c.tied) {
-    if (ml_mlb_find(&m->mlb, "output", &unused))
-      return ml_fail(err, ML_E_SHAPE, "tensor output is present but flags say the classifier is tied");
-    m->output = m->tok_embd;
-  } else {
-    ML_TRY(bind_matrix(m, "output", h.vocab_size, h.dim, &m->output, err));
-  }
+  for (const ml_model_row& r : ML_MODEL_TENSORS) ML_TRY(bind_row(m, r, r.name, m, err));
+  if (c.tied) m->output = m->tok_embd;
   m->layers = static_cast<ml_layer*>(std::calloc(h.n_layers, sizeof(ml_layer)));
   if (!m->layers) return ml_fail(err, ML_E_NOMEM, "cannot allocate %u layer descriptors", h.n_layers);
-  const uint32_t q_dim = h.n_heads * h.head_dim, kv_dim = h.n_kv_heads * h.head_dim;
   for (uint32_t l = 0; l < h.n_layers; ++l) {
-    ml_layer& L = m->layers[l];
-    char name[ML_MLB_NAME_MAX];
-    auto nm = [&](const char* suffix) {
-      std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
-      return name;
-    };
-    ML_TRY(bind_vector(m, nm("attn_norm"), h.dim, &L.attn_norm, err));
-    ML_TRY(bind_matrix(m, nm("attn_q"), q_dim, h.dim, &L.wq, err));
-    ML_TRY(bind_matrix(m, nm("attn_k"), kv_dim, h.dim, &L.wk, err));
-    ML_TRY(bind_matrix(m, nm("attn_v"), kv_dim, h.dim, &L.wv, err));
-    ML_TRY(bind_matrix(m, nm("attn_output"), h.dim, q_dim, &L.wo, err));
-    ML_TRY(bind_vector(m, nm("ffn_norm"), h.dim, &L.ffn_norm, err));
-    ML_TRY(bind_matrix(m, nm("ffn_gate"), h.hidden_dim, h.dim, &L.w1, err));
-    ML_TRY(bind_matrix(m, nm("ffn_down"), h.dim, h.hidden_dim, &L.w2, err));
-    ML_TRY(bind_matrix(m, nm("ffn_up"), h.hidden_dim, h.dim, &L.w3, err));
+    ml_layer* L = new (&m->layers[l]) ml_layer;
+    for (const ml_layer_row& r : ML_LAYER_TENSORS) {
+      char name[ML_MLB_NAME_MAX];
+      std::snprintf(name, sizeof name, "blk.%u.%s", l, r.name);
+      ML_TRY(bind_row(m, r, name, L, err));
+    }
+    describe_layer(m, L);
   }
   return ML_OK;
 }
@@ -147,6 +163,8 @@ ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_er
 }
 
 void ml_model_free(ml_model* m) {
+  if (m->tok) ml_tokenizer_free(m->tok);
+  ml_arena_free(&m->tables);
   std::free(m->layers);
   std::free(m->packed_mem);
   ml_file_close(&m->pack_file);
@@ -159,7 +177,7 @@ void ml_model_embed(const ml_model* m, int token, float* x) {
   const int dim = E.cols, nb = dim / ML_QK;
   const float scale = m->cfg.embed_scale;
   const size_t block0 = (size_t)token * nb;
-  if (m->cfg.wtype == ML_DT_Q8) {
+  if (E.type == ML_DT_Q8) {
     const int8_t* q = static_cast<const int8_t*>(E.q) + (size_t)token * dim;
     for (int i = 0; i < dim; ++i) x[i] = (float)q[i] * ml_qtensor_scale(&E, block0 + i / ML_QK) * scale;
   } else {

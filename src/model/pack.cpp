@@ -9,21 +9,19 @@
 #include <unistd.h>
 
 #include "core/checked.h"
+#include "model/tensor_table.h"
 
 namespace {
 
-// The matrices that get packed, in the one order both packing and the cache use.
-template <class F>
-void for_each_matrix(ml_model* m, F&& f) {
-  for (int l = 0; l < m->cfg.n_layers; ++l) {
-    ml_layer& L = m->layers[l];
-    for (ml_qtensor* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) f(W);
-  }
-  f(&m->output);
-}
+// The matrices that get packed, in the one order both packing and the cache use (the tensor
+// table's), and of those, the ones this build packs.
+bool packs(const ml_qtensor* W, const ml_pack_params* p) { return p->g > 0 && (W->type == ML_DT_Q4 || p->pack_q8); }
 
-bool packs(const ml_model* m, const ml_pack_params* p) {
-  return p->g > 0 && (m->cfg.wtype == ML_DT_Q4 || p->pack_q8);
+template <class F>
+void for_each_matrix(ml_model* m, const ml_pack_params* p, F&& f) {
+  ml_for_each_packed(m, [&](ml_qtensor* W) {
+    if (packs(W, p)) f(W);
+  });
 }
 
 // Offsets of one matrix's packed arrays inside the packed region.
@@ -33,7 +31,7 @@ struct layout {
 
 bool matrix_layout(const ml_model* m, const ml_qtensor* W, const ml_pack_params* p, size_t at, layout* out) {
   size_t qb, db;
-  if (!ml_pack_sizes(m->cfg.wtype, W->rows, W->cols, W->d_f16, p, &qb, &db)) return false;
+  if (!ml_pack_sizes(W->type, W->rows, W->cols, W->d_f16, p, &qb, &db)) return false;
   size_t q_end, d_off, d_end;
   if (!ml_align_up(at, 64, &out->q_off) || !ml_add(out->q_off, qb, &q_end) || !ml_align_up(q_end, 64, &d_off) ||
       !ml_add(d_off, db, &d_end))
@@ -49,7 +47,7 @@ void release_original(ml_model* m, const ml_qtensor* W) {
   if (W->q == m->tok_embd.q) return;
   const ml_file& f = m->file;
   const size_t nb = (size_t)W->rows * W->cols / ML_QK;
-  const size_t q_bytes = m->cfg.wtype == ML_DT_Q4 ? nb * 16 : nb * 32;
+  const size_t q_bytes = W->type == ML_DT_Q4 ? nb * 16 : nb * 32;
   const size_t d_bytes = nb * (W->d_f16 ? 2 : 4);
   ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(W->q) - f.data), q_bytes);
   ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(W->d) - f.data), d_bytes);
@@ -137,11 +135,13 @@ void ml_pack_cache_path(const char* model_path, int g, char* out, size_t cap) {
 ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pack_info* info,
                         ml_error* err) {
   *info = ml_pack_info{};
-  if (!packs(m, p)) return ML_OK;
+  bool any = false;
+  for_each_matrix(m, p, [&](ml_qtensor*) { any = true; });
+  if (!any) return ML_OK;
   // Lay out every matrix, then either map the cache or pack into fresh memory.
   size_t total = 0;
   bool overflow = false;
-  for_each_matrix(m, [&](ml_qtensor* W) {
+  for_each_matrix(m, p, [&](ml_qtensor* W) {
     layout lay;
     if (!matrix_layout(m, W, p, total, &lay)) overflow = true;
     else total = lay.end;
@@ -160,7 +160,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
     base = static_cast<const uint8_t*>(m->packed_mem);
   }
   size_t at = 0;
-  for_each_matrix(m, [&](ml_qtensor* W) {
+  for_each_matrix(m, p, [&](ml_qtensor* W) {
     layout lay;
     matrix_layout(m, W, p, at, &lay);
     if (info->from_cache) {
@@ -171,10 +171,10 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
       uint8_t* mem = static_cast<uint8_t*>(m->packed_mem);
       // Alignment gaps are zeroed so the cache's bytes (and its hash) are deterministic.
       size_t qb, db;
-      ml_pack_sizes(m->cfg.wtype, W->rows, W->cols, W->d_f16, p, &qb, &db);
+      ml_pack_sizes(W->type, W->rows, W->cols, W->d_f16, p, &qb, &db);
       std::memset(mem + at, 0, lay.q_off - at);
       std::memset(mem + lay.q_off + qb, 0, lay.d_off - (lay.q_off + qb));
-      ml_pack_matrix(W, m->cfg.wtype, p, mem + lay.q_off, mem + lay.d_off);
+      ml_pack_matrix(W, W->type, p, mem + lay.q_off, mem + lay.d_off);
     }
     release_original(m, W);
     at = lay.end;
@@ -186,7 +186,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
     info->cache_written = write_cache(m, p, cache_path, static_cast<const uint8_t*>(m->packed_mem), total);
     // The header's sampled hash of the model faulted pages of the released matrices back in
     // (the kernel maps whole large folios around each sample: about 100 MiB on a 300 MiB model).
-    for_each_matrix(m, [&](ml_qtensor* W) { release_original(m, W); });
+    for_each_matrix(m, p, [&](ml_qtensor* W) { release_original(m, W); });
   }
   return ML_OK;
 }

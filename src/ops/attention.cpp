@@ -6,13 +6,14 @@
 #include "core/half.h"
 #include "core/quant_ref.h"
 #include "kernels/bind.h"
+#include "ops/parallel.h"
 
 namespace k = ml::k::active;
 
 void ml_op_kv_store(const ml_kv_layer* L, const ml_attn_shape* s, int pos, const float* kx, const float* vx) {
   const size_t kv_dim = (size_t)s->n_kv_heads * s->head_dim;
   const size_t row = (size_t)pos * kv_dim;
-  switch (s->kv) {
+  switch (L->type) {
     case ML_KV_F32:
       std::memcpy(static_cast<float*>(L->k) + row, kx, kv_dim * sizeof(float));
       std::memcpy(static_cast<float*>(L->v) + row, vx, kv_dim * sizeof(float));
@@ -46,65 +47,71 @@ struct attn_task {
   int ldo;
   const float* q;
   int ldq;
-  int n_tokens, pos0, ctx;
-  const ml_kv_layer* L;
+  int n_tokens;
+  const int* pos;
+  const ml_kv_layer* const* caches;
   const ml_attn_shape* s;
   const ml_attn_scratch* scratch;
 };
 
-// One token's heads of one KV group over positions [0, n_pos): scores block by block, softmax per
-// head, then the V sum block by block, each block shared by the group's heads.
+// One token's heads of one KV group over the positions [first, pos] its window allows: scores
+// block by block, softmax per head, then the V sum block by block, each block shared by the
+// group's heads. Scores are stored from index 0 for position `first`.
 void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t* qq, float* qd) {
   const ml_attn_shape& s = *t.s;
+  const ml_kv_layer* L = t.caches[tok];
   const int hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
-  const int n_pos = t.pos0 + tok + 1;
+  const int first = ml_attn_first(t.pos[tok], s.window);
+  const int n_pos = t.pos[tok] + 1 - first;
+  const int stride = t.scratch->ctx;
   const size_t kv_dim = (size_t)s.n_kv_heads * hd;
-  const float inv_sqrt = 1.0f / std::sqrt((float)hd);
   const float* q = t.q + (size_t)tok * t.ldq + (size_t)kvh * group * hd;
   float* out = t.out + (size_t)tok * t.ldo + (size_t)kvh * group * hd;
   const size_t kv0 = (size_t)kvh * hd;
-  if (s.kv == ML_KV_Q8)
+  if (L->type == ML_KV_Q8)
     for (int g = 0; g < group; ++g) ml_quantize_row_q8_ref(qq + (size_t)g * hd, qd + g, q + (size_t)g * hd, hd);
 
-  for (int j0 = 0; j0 < n_pos; j0 += ML_ATTN_BLOCK) {
-    const int len = n_pos - j0 < ML_ATTN_BLOCK ? n_pos - j0 : ML_ATTN_BLOCK;
+  for (int b0 = 0; b0 < n_pos; b0 += ML_ATTN_BLOCK) {
+    const int len = n_pos - b0 < ML_ATTN_BLOCK ? n_pos - b0 : ML_ATTN_BLOCK;
+    const size_t j0 = (size_t)(first + b0);
     for (int g = 0; g < group; ++g) {
-      float* sc = scores + (size_t)g * t.ctx + j0;
-      switch (s.kv) {
+      float* sc = scores + (size_t)g * stride + b0;
+      switch (L->type) {
         case ML_KV_F32:
-          k::dot_f32(sc, q + (size_t)g * hd, static_cast<const float*>(t.L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::dot_f32(sc, q + (size_t)g * hd, static_cast<const float*>(L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
           break;
         case ML_KV_F16:
-          k::dot_f16(sc, q + (size_t)g * hd, static_cast<const uint16_t*>(t.L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::dot_f16(sc, q + (size_t)g * hd, static_cast<const uint16_t*>(L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
           break;
         case ML_KV_Q8:
-          k::dot_q8(sc, qq + (size_t)g * hd, qd[g], static_cast<const int8_t*>(t.L->k) + j0 * kv_dim + kv0,
-                    t.L->k_scale + (size_t)j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
+          k::dot_q8(sc, qq + (size_t)g * hd, qd[g], static_cast<const int8_t*>(L->k) + j0 * kv_dim + kv0,
+                    L->k_scale + j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
           break;
       }
     }
   }
   for (int g = 0; g < group; ++g) {
-    float* sc = scores + (size_t)g * t.ctx;
-    for (int j = 0; j < n_pos; ++j) sc[j] *= inv_sqrt;
+    float* sc = scores + (size_t)g * stride;
+    for (int j = 0; j < n_pos; ++j) sc[j] *= s.scale;
     k::softmax(sc, n_pos);
     std::memset(out + (size_t)g * hd, 0, (size_t)hd * sizeof(float));
   }
-  for (int j0 = 0; j0 < n_pos; j0 += ML_ATTN_BLOCK) {
-    const int len = n_pos - j0 < ML_ATTN_BLOCK ? n_pos - j0 : ML_ATTN_BLOCK;
+  for (int b0 = 0; b0 < n_pos; b0 += ML_ATTN_BLOCK) {
+    const int len = n_pos - b0 < ML_ATTN_BLOCK ? n_pos - b0 : ML_ATTN_BLOCK;
+    const size_t j0 = (size_t)(first + b0);
     for (int g = 0; g < group; ++g) {
-      const float* w = scores + (size_t)g * t.ctx + j0;
+      const float* w = scores + (size_t)g * stride + b0;
       float* o = out + (size_t)g * hd;
-      switch (s.kv) {
+      switch (L->type) {
         case ML_KV_F32:
-          k::axpy_f32(o, w, static_cast<const float*>(t.L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::axpy_f32(o, w, static_cast<const float*>(L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
           break;
         case ML_KV_F16:
-          k::axpy_f16(o, w, static_cast<const uint16_t*>(t.L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::axpy_f16(o, w, static_cast<const uint16_t*>(L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
           break;
         case ML_KV_Q8:
-          k::axpy_q8(o, w, static_cast<const int8_t*>(t.L->v) + j0 * kv_dim + kv0,
-                     t.L->v_scale + (size_t)j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
+          k::axpy_q8(o, w, static_cast<const int8_t*>(L->v) + j0 * kv_dim + kv0, L->v_scale + j0 * s.n_kv_heads + kvh,
+                     kv_dim, s.n_kv_heads, len, hd);
           break;
       }
     }
@@ -117,7 +124,7 @@ void attention_worker(void* ctx, int thread, int n_threads) {
   const int n_items = t.n_tokens * t.s->n_kv_heads;
   const int per = (n_items + n_threads - 1) / n_threads;
   const int group = t.s->n_heads / t.s->n_kv_heads;
-  float* scores = t.scratch->scores + (size_t)thread * group * t.ctx;
+  float* scores = t.scratch->scores + (size_t)thread * group * t.scratch->ctx;
   int8_t* qq = t.scratch->qq + (size_t)thread * group * t.s->head_dim;
   float* qd = t.scratch->qd + (size_t)thread * group;
   for (int item = thread * per; item < n_items && item < (thread + 1) * per; ++item)
@@ -126,11 +133,12 @@ void attention_worker(void* ctx, int thread, int n_threads) {
 
 }  // namespace
 
-void ml_op_attention(const ml_exec* ex, float* out, int ldo, const float* q, int ldq, int n_tokens, int pos0,
-                     const ml_kv_layer* L, const ml_attn_shape* s, int ctx, const ml_attn_scratch* scratch) {
-  attn_task t{out, ldo, q, ldq, n_tokens, pos0, ctx, L, s, scratch};
-  ml_pool* pool = ex ? ex->pool : nullptr;
-  const double macs = 2.0 * n_tokens * s->n_heads * (double)(pos0 + n_tokens) * s->head_dim;
+void ml_op_attention(ml_pool* pool, float* out, int ldo, const float* q, int ldq, int n_tokens, const int* pos,
+                     const ml_kv_layer* const* caches, const ml_attn_shape* s, const ml_attn_scratch* scratch) {
+  attn_task t{out, ldo, q, ldq, n_tokens, pos, caches, s, scratch};
+  double positions = 0;
+  for (int i = 0; i < n_tokens; ++i) positions += pos[i] + 1 - ml_attn_first(pos[i], s->window);
+  const double macs = 2.0 * s->n_heads * positions * s->head_dim;
   if (ml_pool_size(pool) == 1 || macs < ML_PARALLEL_MIN_MACS)
     attention_worker(&t, 0, 1);
   else

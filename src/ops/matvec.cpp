@@ -1,6 +1,7 @@
 #include "ops/matvec.h"
 
 #include "kernels/bind.h"
+#include "ops/parallel.h"
 
 namespace k = ml::k::active;
 
@@ -10,7 +11,6 @@ struct matmul_task {
   float* y;
   int ldy;
   const ml_qtensor* W;
-  int wkind;
   const ml_qbatch* X;
   int rows_per_chunk;  // a multiple of the pack group
 };
@@ -27,10 +27,10 @@ void run_rows(const matmul_task& t, int r0, int r1) {
       x.q = X->q;
       x.d = X->d;
       x.n = X->n;
-      if (t.wkind == ML_W_Q4) k::matvec_q4_pk(t.y, W, &x, r0, r1);
+      if (t.W->type == ML_DT_Q4) k::matvec_q4_pk(t.y, W, &x, r0, r1);
       else k::matvec_q8_pk(t.y, W, &x, r0, r1);
     } else {
-      if (t.wkind == ML_W_Q4) k::matmul_q4_pk(t.y, t.ldy, W, X, r0, r1);
+      if (t.W->type == ML_DT_Q4) k::matmul_q4_pk(t.y, t.ldy, W, X, r0, r1);
       else k::matmul_q8_pk(t.y, t.ldy, W, X, r0, r1);
     }
     return;
@@ -42,7 +42,7 @@ void run_rows(const matmul_task& t, int r0, int r1) {
     x.d = X->d + (size_t)tok * (X->n / ML_QK);
     x.n = X->n;
     float* y = t.y + (size_t)tok * t.ldy;
-    if (t.wkind == ML_W_Q4) k::matvec_q4(y, W, &x, r0, r1);
+    if (t.W->type == ML_DT_Q4) k::matvec_q4(y, W, &x, r0, r1);
     else k::matvec_q8(y, W, &x, r0, r1);
   }
 }
@@ -57,9 +57,9 @@ void matmul_worker(void* ctx, int thread, int n_threads) {
 
 }  // namespace
 
-void ml_op_matmul(const ml_exec* ex, float* Y, int ldy, const ml_qtensor* W, int wkind, const ml_qbatch* X) {
-  const int n_threads = ml_pool_size(ex ? ex->pool : nullptr);
-  matmul_task t{Y, ldy, W, wkind, X, W->rows};
+void ml_op_matmul(ml_pool* pool, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X) {
+  const int n_threads = ml_pool_size(pool);
+  matmul_task t{Y, ldy, W, X, W->rows};
   const double macs = (double)W->rows * W->cols * X->n_tokens;
   if (n_threads == 1 || macs < ML_PARALLEL_MIN_MACS) {
     run_rows(t, 0, W->rows);
@@ -68,16 +68,16 @@ void ml_op_matmul(const ml_exec* ex, float* Y, int ldy, const ml_qtensor* W, int
   const int g = k::pack.g > 4 ? k::pack.g : 4;
   const int groups = (W->rows + g - 1) / g;
   t.rows_per_chunk = (groups + n_threads - 1) / n_threads * g;
-  ml_pool_run(ex->pool, matmul_worker, &t);
+  ml_pool_run(pool, matmul_worker, &t);
 }
 
-void ml_op_matvec(const ml_exec* ex, float* y, const ml_qtensor* W, int wkind, const ml_qact* x) {
+void ml_op_matvec(ml_pool* pool, float* y, const ml_qtensor* W, const ml_qact* x) {
   ml_qbatch b;
   b.q = x->q;
   b.d = x->d;
   b.n = x->n;
   b.n_tokens = 1;
-  ml_op_matmul(ex, y, W->rows, W, wkind, &b);
+  ml_op_matmul(pool, y, W->rows, W, &b);
 }
 
 ml_qact ml_op_quantize(int8_t* q, float* d, const float* x, int n) {

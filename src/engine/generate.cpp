@@ -1,0 +1,244 @@
+// The one generation loop (krafla.h, "Generation"): ml_run, the wasm module and the npm package
+// all step it. One ml_gen_next = feed the token sampled last time, sample the next, and release
+// its text through the detokenizer (whole UTF-8 characters) and the stop-string filter.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine/stop_filter.h"
+#include "krafla.h"
+#include "model/session.h"
+
+struct ml_gen {
+  ml_exec* exec = nullptr;
+  ml_session* session = nullptr;
+  const ml_tokenizer* tok = nullptr;
+  int max_tokens = 0;
+  bool stop_at_eos = false;
+  int32_t eos = -1, bos = -1;
+  ml_detok detok{};
+  ml_stop_filter stop;
+  int32_t pending = -1;  // sampled, not yet fed
+  bool done = false;
+  ml_gen_stats st{};
+  double t_gen0 = 0;
+  // One allocation: stop strings and their lengths, the filter's held bytes, the piece and the
+  // released text.
+  void* mem = nullptr;
+  char* piece = nullptr;
+  char* out = nullptr;
+  size_t piece_cap = 0;
+};
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+ml_status setup_buffers(ml_gen* g, const ml_gen_params* p, ml_error* err) {
+  size_t n_stop = 0, stop_bytes = 0, longest = 0;
+  for (size_t i = 0; i < p->n_stop; ++i) {
+    const size_t L = p->stop[i] ? std::strlen(p->stop[i]) : 0;
+    if (L == 0) continue;  // an empty stop string would match everywhere: ignored, as OpenAI does
+    ++n_stop;
+    stop_bytes += L + 1;
+    if (L > longest) longest = L;
+  }
+  g->piece_cap = ml_detok_max_bytes(g->tok) + 8;
+  const size_t held_cap = longest + 1;
+  const size_t out_cap = held_cap + g->piece_cap;
+  const size_t total = n_stop * (sizeof(char*) + sizeof(size_t)) + stop_bytes + held_cap + g->piece_cap + out_cap;
+  g->mem = std::malloc(total);
+  if (!g->mem) return ml_fail(err, ML_E_NOMEM, "generation: cannot allocate %zu bytes for the stop strings", total);
+  char* at = static_cast<char*>(g->mem);
+  const char** stops = reinterpret_cast<const char**>(at);
+  at += n_stop * sizeof(char*);
+  size_t* lens = reinterpret_cast<size_t*>(at);
+  at += n_stop * sizeof(size_t);
+  size_t k = 0;
+  for (size_t i = 0; i < p->n_stop; ++i) {
+    const size_t L = p->stop[i] ? std::strlen(p->stop[i]) : 0;
+    if (L == 0) continue;
+    std::memcpy(at, p->stop[i], L + 1);
+    stops[k] = at;
+    lens[k++] = L;
+    at += L + 1;
+  }
+  g->stop.stops = stops;
+  g->stop.lens = lens;
+  g->stop.n = n_stop;
+  g->stop.held = at;
+  g->stop.cap = held_cap;
+  at += held_cap;
+  g->piece = at;
+  at += g->piece_cap;
+  g->out = at;
+  return ML_OK;
+}
+
+// Ends generation: the detokenizer's and the filter's held bytes are released (unless a stop
+// string matched), appended to out at *len.
+void finish(ml_gen* g, int reason, size_t* len) {
+  g->done = true;
+  g->st.stop_reason = reason;
+  if (reason != ML_STOP_STRING) {
+    const size_t tail = ml_detok_flush(&g->detok, g->piece, g->piece_cap);
+    size_t rel = 0;
+    const bool hit = ml_stop_push(&g->stop, g->piece, tail, g->out + *len, &rel);
+    *len += rel;
+    if (hit) g->st.stop_reason = ML_STOP_STRING;
+    else *len += ml_stop_finish(&g->stop, g->out + *len);
+  }
+  g->st.gen_seconds = now_seconds() - g->t_gen0;
+}
+
+}  // namespace
+
+extern "C" {
+
+ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt,
+                       const ml_gen_params* p, ml_error* err) {
+  *out = nullptr;
+  if (p->max_tokens < 0) return ml_fail(err, ML_E_ARG, "max_tokens %d is negative", p->max_tokens);
+  if (n_prompt == 0 && !ml_session_logits(s))
+    return ml_fail(err, ML_E_ARG, "the prompt is empty: it needs at least one token (BOS)");
+  const int ctx = ml_session_ctx(s), pos = ml_session_pos(s);
+  if (n_prompt > (size_t)(ctx - pos))
+    return ml_fail(err, ML_E_ARG, "the prompt has %zu tokens, more than the %d positions left of the context of %d",
+                   n_prompt, ctx - pos, ctx);
+  ml_sampler_params sp{p->temperature, p->top_p, p->top_k, p->seed};
+  ML_TRY(ml_session_set_sampler(s, &sp, err));
+  ml_gen* g = new (std::nothrow) ml_gen;
+  if (!g) return ml_fail(err, ML_E_NOMEM, "cannot allocate the generator");
+  g->exec = e;
+  g->session = s;
+  g->tok = ml_model_tokenizer(s->model);
+  g->max_tokens = p->max_tokens;
+  g->stop_at_eos = p->stop_at_eos != 0;
+  const ml_model_info info = ml_model_get_info(s->model);
+  g->eos = info.eos_id;
+  g->bos = info.bos_id;
+  ml_status st = setup_buffers(g, p, err);
+  const double t0 = now_seconds();
+  if (st == ML_OK && n_prompt > 0) st = ml_session_feed(e, s, prompt, n_prompt, err);
+  if (st != ML_OK) {
+    ml_gen_free(g);
+    return st;
+  }
+  g->t_gen0 = now_seconds();
+  g->st.n_prompt = (int)n_prompt;
+  g->st.prompt_seconds = g->t_gen0 - t0;
+  const int n = ml_session_pos(s);
+  ml_detok_reset(&g->detok, n > 0 ? ml_session_tokens(s)[n - 1] : -1);
+  *out = g;
+  return ML_OK;
+}
+
+ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err) {
+  *text = g->out;
+  *len = 0;
+  *id = -1;
+  *done = g->done ? 1 : 0;
+  if (g->done) return ML_OK;
+  if (g->st.n_generated >= g->max_tokens) {
+    finish(g, ML_STOP_LENGTH, len);
+    *done = 1;
+    return ML_OK;
+  }
+  if (g->pending >= 0) {
+    if (ml_session_pos(g->session) >= ml_session_ctx(g->session)) {
+      finish(g, ML_STOP_CONTEXT, len);
+      *done = 1;
+      return ML_OK;
+    }
+    const int32_t t = g->pending;
+    g->pending = -1;
+    ML_TRY(ml_session_feed(g->exec, g->session, &t, 1, err));
+  }
+  const int32_t next = ml_session_sample(g->session);
+  ++g->st.n_generated;
+  *id = next;
+  if (g->stop_at_eos && (next == g->eos || next == g->bos)) {
+    finish(g, ML_STOP_EOS, len);
+    *done = 1;
+    return ML_OK;
+  }
+  const size_t n = g->tok ? ml_detok_push(g->tok, &g->detok, next, g->piece, g->piece_cap) : 0;
+  if (ml_stop_push(&g->stop, g->piece, n, g->out, len)) {
+    finish(g, ML_STOP_STRING, len);
+    *done = 1;
+    return ML_OK;
+  }
+  if (g->st.n_generated == g->max_tokens) {
+    finish(g, ML_STOP_LENGTH, len);
+    *done = 1;
+    return ML_OK;
+  }
+  g->pending = next;
+  return ML_OK;
+}
+
+void ml_gen_cancel(ml_gen* g, const char** text, size_t* len) {
+  *text = g->out;
+  *len = 0;
+  if (!g->done) finish(g, ML_STOP_CALLBACK, len);
+}
+
+ml_gen_stats ml_gen_get_stats(const ml_gen* g) { return g->st; }
+
+void ml_gen_free(ml_gen* g) {
+  if (!g) return;
+  std::free(g->mem);
+  delete g;
+}
+
+ml_status ml_generate(ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt, const ml_gen_params* p,
+                      ml_token_cb cb, void* user, ml_gen_stats* stats, ml_error* err) {
+  if (stats) *stats = ml_gen_stats{};
+  // The prompt's text first, as each token would print (whole characters).
+  const ml_tokenizer* tok = ml_model_tokenizer(s->model);
+  if (cb && tok && n_prompt > 0) {
+    const size_t cap = ml_detok_max_bytes(tok) + 8;
+    char* buf = static_cast<char*>(std::malloc(cap));
+    if (!buf) return ml_fail(err, ML_E_NOMEM, "generation: cannot allocate %zu bytes", cap);
+    ml_detok d;
+    const int pos = ml_session_pos(s);
+    ml_detok_reset(&d, pos > 0 ? ml_session_tokens(s)[pos - 1] : -1);
+    bool stopped = false;
+    for (size_t i = 0; i < n_prompt && !stopped; ++i) {
+      const size_t n = ml_detok_push(tok, &d, prompt[i], buf, cap);
+      stopped = cb(user, prompt[i], buf, n, 0) != 0;
+    }
+    if (!stopped) {
+      const size_t n = ml_detok_flush(&d, buf, cap);
+      if (n) stopped = cb(user, -1, buf, n, 0) != 0;
+    }
+    std::free(buf);
+    if (stopped) {
+      if (stats) stats->stop_reason = ML_STOP_CALLBACK;
+      return ML_OK;
+    }
+  }
+  ml_gen* g = nullptr;
+  ML_TRY(ml_gen_start(&g, e, s, prompt, n_prompt, p, err));
+  ml_status st = ML_OK;
+  for (int done = 0; !done;) {
+    const char* text;
+    size_t len;
+    int32_t id;
+    st = ml_gen_next(g, &text, &len, &id, &done, err);
+    if (st != ML_OK) break;
+    if (cb && (len > 0 || !done) && cb(user, id, text, len, 1)) {
+      ml_gen_cancel(g, &text, &len);
+      if (len) cb(user, -1, text, len, 1);
+      break;
+    }
+  }
+  if (stats) *stats = ml_gen_get_stats(g);
+  ml_gen_free(g);
+  return st;
+}
+
+}  // extern "C"

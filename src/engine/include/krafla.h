@@ -1,0 +1,260 @@
+/* krafla's public API: the only header the apps (native/), the wasm module and other languages
+ * include. C11 and C++, self-contained: opaque handles, status codes, plain structs.
+ *
+ *   ml_model    a model file, mapped, validated and packed once; read-only afterwards, so any
+ *               number of sessions and threads may use it at once. Owns its tokenizer.
+ *   ml_session  one sequence: its KV cache, position, token history, logits and sampler.
+ *   ml_exec     a thread pool and the scratch of one forward step. One caller at a time.
+ *
+ * Typical use: ml_model_open -> ml_exec_create -> ml_session_create -> ml_tokenize ->
+ * ml_generate (or ml_session_feed for logits) -> free them in reverse order. ml_eval_batch runs
+ * tokens of many sessions in one step (the weights are read once for all of them); each
+ * session's logits are byte-identical to running it alone, for any mix, batch size and thread
+ * count.
+ *
+ * Every fallible call returns ml_status and fills the ml_error it is given (may be NULL) with a
+ * message naming the file, field, option or value at fault. */
+#ifndef KRAFLA_H
+#define KRAFLA_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "krafla_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ml_model ml_model;
+typedef struct ml_session ml_session;
+typedef struct ml_exec ml_exec;
+typedef struct ml_tokenizer ml_tokenizer;
+typedef struct ml_gen ml_gen;
+
+/* ---- The build ------------------------------------------------------------------------------ */
+
+/* The build's kernel ISA ("scalar", "avx2", ...) and pack group (0: no packed kernels). */
+const char* ml_build_isa(void);
+int ml_build_pack_g(void);
+/* The first CPU feature that `isa` needs and this CPU lacks ("avx2", ...), or NULL when it runs.
+ * Compiled without ISA flags, so it is safe to call before any kernel (native/main_guard.cpp). */
+const char* ml_cpu_missing(const char* isa);
+
+/* ---- Models --------------------------------------------------------------------------------- */
+
+typedef struct ml_model_params {
+  const char* tokenizer_path; /* llama2.c tokenizer.bin replacing the model's own; may be NULL */
+  int ctx;                    /* the longest context of any session; 0 = the model's max_seq */
+  int no_pack;                /* keep the row-major layout even when the build has packed kernels */
+  int pack_cache;             /* map (or write) MODEL.pk<G> instead of packing at every load */
+} ml_model_params;
+
+typedef struct ml_model_info {
+  int vocab_size, ctx, max_seq;
+  int dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim;
+  int wtype; /* ml_dtype of the header (ML_DT_Q8 or ML_DT_Q4; single matrices may differ) */
+  int bos_id, eos_id;
+  int has_tokenizer; /* 0 when neither the model nor the params carry one */
+  const char* isa;
+  int packed; /* 1: the weights run on packed kernels */
+  int pack_g; /* their row group (0 when row-major) */
+  int pack_from_cache, pack_cache_written;
+  size_t packed_bytes;
+  size_t model_bytes; /* the file */
+} ml_model_info;
+
+/* params may be NULL (defaults). */
+ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params* params, ml_error* err);
+/* The bytes stay owned by the caller and must outlive the model. */
+ml_status ml_model_open_memory(ml_model** out, const void* data, size_t size, const ml_model_params* params,
+                               ml_error* err);
+void ml_model_close(ml_model* m);
+ml_model_info ml_model_get_info(const ml_model* m);
+/* The model's tokenizer, or NULL. Owned by the model. */
+const ml_tokenizer* ml_model_tokenizer(const ml_model* m);
+
+/* ---- Executors ------------------------------------------------------------------------------ */
+
+typedef struct ml_exec_params {
+  int n_threads; /* 0 or 1 = the caller alone */
+  int batch;     /* tokens per forward step, 1..128; 0 = 128 */
+  int profile;   /* time the stages of the forward pass (ml_exec_profile) */
+} ml_exec_params;
+
+ml_status ml_exec_create(ml_exec** out, const ml_model* m, const ml_exec_params* params, ml_error* err);
+void ml_exec_free(ml_exec* e);
+int ml_exec_threads(const ml_exec* e);
+int ml_exec_batch(const ml_exec* e);
+size_t ml_exec_bytes(const ml_exec* e); /* its scratch */
+/* Seconds per stage since creation (profile on): qkv, attention, wo, ffn, classifier, other.
+ * Returns the number of stages written (6), or 0 when profiling is off. */
+int ml_exec_profile(const ml_exec* e, double seconds[6]);
+
+/* ---- Sessions ------------------------------------------------------------------------------- */
+
+typedef struct ml_session_params {
+  int ctx; /* positions it holds; 0 = the model's ctx */
+  int kv;  /* ml_kv_type */
+} ml_session_params;
+
+ml_status ml_session_create(ml_session** out, const ml_model* m, const ml_session_params* params, ml_error* err);
+void ml_session_free(ml_session* s);
+int ml_session_ctx(const ml_session* s);
+size_t ml_session_bytes(const ml_session* s); /* its cache, history, logits and sampler */
+/* The positions filled, and the ids at them (valid until the session changes). */
+int ml_session_pos(const ml_session* s);
+const int32_t* ml_session_tokens(const ml_session* s);
+/* Keeps the first n positions: the next token fed goes at position n, so a caller that shares a
+ * prefix with what the session holds feeds only the rest (multi-turn chat). ML_E_ARG when n is
+ * outside [0, pos]. */
+ml_status ml_session_truncate(ml_session* s, int n, ml_error* err);
+/* The logits (vocab_size floats) of the last token fed that asked for them, or NULL when none
+ * was fed since creation or the last truncate. */
+const float* ml_session_logits(const ml_session* s);
+
+/* Feeds ids at the session's next positions and computes the logits of the last. ML_E_ARG when an
+ * id is outside the vocabulary or the tokens do not fit the session's context; nothing is fed
+ * then. */
+ml_status ml_session_feed(ml_exec* e, ml_session* s, const int32_t* ids, size_t n, ml_error* err);
+
+/* Like ml_session_feed, but computes every token's logits and calls cb(user, i, logits) for each
+ * in order (prompt scoring, --dump-logits); a nonzero return stops early (the tokens fed so far
+ * stay fed). */
+typedef int (*ml_logits_cb)(void* user, size_t index, const float* logits);
+ml_status ml_session_feed_all(ml_exec* e, ml_session* s, const int32_t* ids, size_t n, ml_logits_cb cb, void* user,
+                              ml_error* err);
+
+/* One token of a batch across sessions. It goes at its session's next position; a session's
+ * tokens keep their order in the batch. */
+typedef struct ml_batch_token {
+  ml_session* session;
+  int32_t id;
+  int logits; /* nonzero: compute its logits (they become the session's, and go to cb) */
+} ml_batch_token;
+
+/* Runs the tokens of any sessions together, exec-batch tokens per forward step. cb (may be NULL)
+ * gets (user, index in tokens, logits) for each token that asked, in order. ML_E_ARG (nothing
+ * fed) for a bad id or a session whose context the tokens would overflow. */
+ml_status ml_eval_batch(ml_exec* e, const ml_batch_token* tokens, size_t n, ml_logits_cb cb, void* user,
+                        ml_error* err);
+
+/* ---- Sampling ------------------------------------------------------------------------------- */
+
+typedef struct ml_sampler_params {
+  float temperature; /* 0 = greedy */
+  float top_p;       /* 1 = off */
+  int top_k;         /* 0 = off */
+  uint64_t seed;
+} ml_sampler_params;
+
+/* Sets the session's sampler and restarts its generator from seed. ML_E_ARG names a bad value. */
+ml_status ml_session_set_sampler(ml_session* s, const ml_sampler_params* p, ml_error* err);
+/* Draws the next id from the session's logits (-1 when it has none). */
+int32_t ml_session_sample(ml_session* s);
+
+/* ---- Tokenizers ----------------------------------------------------------------------------- */
+
+/* A tokenizer alone (ml_tok): from a .mlb (its tokenizer section) or a llama2.c tokenizer.bin. */
+ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err);
+void ml_tokenizer_close(ml_tokenizer* t);
+int32_t ml_tokenizer_vocab_size(const ml_tokenizer* t);
+int32_t ml_tokenizer_bos_id(const ml_tokenizer* t);
+int32_t ml_tokenizer_eos_id(const ml_tokenizer* t);
+
+/* Text to ids, BOS first when add_bos. ML_E_ARG when cap is too small (*n = the count needed). */
+ml_status ml_tokenize(const ml_tokenizer* t, const char* text, size_t len, int add_bos, int32_t* ids, size_t cap,
+                      size_t* n, ml_error* err);
+/* The bytes of id after prev (-1 at the start), as printed: BOS and EOS give "" (length 0).
+ * Not NUL-terminated; NULL with *len = 0 when id is out of range. A piece may end inside a UTF-8
+ * character (byte tokens): ml_detok joins them. */
+const char* ml_token_piece(const ml_tokenizer* t, int32_t prev, int32_t id, size_t* len);
+
+/* Incremental detokenization that hands out whole UTF-8 characters only: the bytes of a
+ * character split across byte tokens are held until it is complete. Plain data; zero it (or
+ * ml_detok_reset) to start. */
+typedef struct ml_detok {
+  int32_t prev;          /* the previous id (-1: none) */
+  unsigned char held[4]; /* an incomplete character's bytes */
+  int n_held;
+} ml_detok;
+void ml_detok_reset(ml_detok* d, int32_t prev);
+/* Appends id's text to out (cap bytes) and returns the bytes written; whole characters only. A
+ * piece never needs more than ml_detok_max_bytes(t). */
+size_t ml_detok_push(const ml_tokenizer* t, ml_detok* d, int32_t id, char* out, size_t cap);
+/* The bytes still held (an incomplete character at the end of the text), written as they are. */
+size_t ml_detok_flush(ml_detok* d, char* out, size_t cap);
+size_t ml_detok_max_bytes(const ml_tokenizer* t);
+
+/* ---- Generation ----------------------------------------------------------------------------- */
+
+typedef struct ml_gen_params {
+  int max_tokens; /* tokens to sample */
+  float temperature, top_p;
+  int top_k;
+  uint64_t seed;
+  int stop_at_eos;          /* stop when EOS (or BOS) is sampled */
+  const char* const* stop;  /* stop strings (UTF-8); the text ends before the first match */
+  size_t n_stop;
+} ml_gen_params;
+
+typedef enum ml_stop_reason {
+  ML_STOP_LENGTH = 0,   /* max_tokens sampled */
+  ML_STOP_EOS = 1,      /* EOS or BOS sampled */
+  ML_STOP_CONTEXT = 2,  /* the session's context is full */
+  ML_STOP_CALLBACK = 3, /* the callback (or the caller of ml_gen_next) stopped it */
+  ML_STOP_STRING = 4    /* a stop string matched */
+} ml_stop_reason;
+
+typedef struct ml_gen_stats {
+  int n_prompt, n_generated;
+  double prompt_seconds, gen_seconds;
+  int stop_reason; /* ml_stop_reason */
+} ml_gen_stats;
+
+/* The one generation loop, one token per ml_gen_next, so that a caller can stop between tokens
+ * (the browser's worker returns to its event loop after each).
+ * ml_gen_start feeds the prompt at the session's next positions (continuing what it holds) and
+ * sets up the sampler. Each ml_gen_next samples a token, feeds it (unless generation ends with
+ * it) and sets *text/*len to the text it releases: whole UTF-8 characters, with anything that
+ * may still become a stop string held back, and the text of a matched stop string never released.
+ * *done becomes 1 on the last step; ml_gen_stats then says why. The text pointer is valid until
+ * the next call. A sampled EOS, or the token that ends generation at max_tokens, is not fed. */
+ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt,
+                       const ml_gen_params* p, ml_error* err);
+ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err);
+/* Ends generation now (reason ML_STOP_CALLBACK) and returns the text still held back, if any. */
+void ml_gen_cancel(ml_gen* g, const char** text, size_t* len);
+ml_gen_stats ml_gen_get_stats(const ml_gen* g);
+void ml_gen_free(ml_gen* g);
+
+/* Called for every prompt token as it is fed (generated = 0, its text) and for every released
+ * piece of generated text (generated = 1, id = the sampled token); return nonzero to stop. */
+typedef int (*ml_token_cb)(void* user, int32_t id, const char* text, size_t len, int generated);
+
+/* The whole loop: ml_gen_start, then ml_gen_next until done, reporting through cb. */
+ml_status ml_generate(ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt, const ml_gen_params* p,
+                      ml_token_cb cb, void* user, ml_gen_stats* stats, ml_error* err);
+
+/* ---- Kernel benchmark (ml_bench) ---------------------------------------------------------- */
+
+/* cb(user, op, kernel) for every op and the kernel this build binds it to ("matvec_q8" ->
+ * "avx2::matvec_q8"). */
+typedef void (*ml_binding_cb)(void* user, const char* op, const char* kernel);
+void ml_build_bindings(ml_binding_cb cb, void* user);
+
+/* One timed kernel: ns per call (best of the repetitions), bytes and operations per second. */
+typedef struct ml_kernel_bench_row {
+  const char* op;
+  const char* kernel;
+  int rows, cols, tokens;
+  double ns, gbps, gops;
+} ml_kernel_bench_row;
+typedef void (*ml_kernel_bench_cb)(void* user, const ml_kernel_bench_row* row);
+/* Times the build's kernels on one thread (row-major and packed matvec, the 128-token packed
+ * matmul, quantize_q8) at spec/testing.txt's shapes, reps repetitions of at least min_seconds. */
+ml_status ml_bench_kernels(int reps, double min_seconds, ml_kernel_bench_cb cb, void* user, ml_error* err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+// ml_model_prepare: what a loaded model needs before it runs -- its RoPE tables, its packed
+// weights and its tokenizer. Everything here is done once per model, however many sessions use it.
+#include <cmath>
+#include <cstring>
+
+#include "core/checked.h"
+#include "model/model.h"
+#include "model/pack.h"
+#include "model/tokenizer/llama2c.h"
+#include "ops/matvec.h"
+
+namespace {
+
+ml_status build_rope(ml_model* m, ml_error* err) {
+  ml_rope_table& r = m->rope;
+  r.ctx = m->ctx;
+  const size_t half = (size_t)r.n_rot / 2;
+  float *cos_t = nullptr, *sin_t = nullptr;
+  size_t n;
+  if (!ml_mul((size_t)r.ctx, half, &n))
+    return ml_fail(err, ML_E_NOMEM, "RoPE tables of %d x %zu values overflow the address space", r.ctx, half);
+  for (int pass = 0; pass < 2; ++pass) {  // plan, then carve
+    m->tables.used = 0;
+    ML_TRY(ml_arena_take(&m->tables, n, &cos_t, err));
+    ML_TRY(ml_arena_take(&m->tables, n, &sin_t, err));
+    if (pass == 0) ML_TRY(ml_arena_alloc(&m->tables, err));
+  }
+  ml_rope_fill(cos_t, sin_t, r.ctx, r.n_rot, r.theta);
+  r.cos = cos_t;
+  r.sin = sin_t;
+  return ML_OK;
+}
+
+ml_status load_tokenizer(ml_model* m, const char* path, ml_error* err) {
+  const ml_config& c = m->cfg;
+  if (path) {
+    ml_file f;
+    ML_TRY(ml_file_open(&f, path, err));
+    const ml_status s = ml_tokenizer_load_llama2c(&m->tok, f.data, f.size, (uint32_t)c.vocab_size, err);
+    ml_file_close(&f);
+    if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+  } else if (m->mlb.tokenizer) {
+    ML_TRY(ml_tokenizer_load_llama2c(&m->tok, m->mlb.tokenizer, m->mlb.tokenizer_size, (uint32_t)c.vocab_size, err));
+  } else {
+    return ML_OK;
+  }
+  return ml_tokenizer_set_special(m->tok, c.bos_id, c.eos_id, err);
+}
+
+}  // namespace
+
+ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err) {
+  const ml_model_options none{};
+  if (!o) o = &none;
+  if (o->ctx < 0 || o->ctx > m->cfg.max_seq)
+    return ml_fail(err, ML_E_ARG, "context length %d is outside 1..%d (the model's max_seq)", o->ctx, m->cfg.max_seq);
+  m->ctx = o->ctx > 0 ? o->ctx : m->cfg.max_seq;
+  ML_TRY(build_rope(m, err));
+  if (o->pack) {
+    const ml_pack_params pp = ml_op_pack_params();
+    ml_pack_info info;
+    ML_TRY(ml_model_pack(m, &pp, pp.g > 0 ? o->pack_cache : nullptr, &info, err));
+    m->packed = info.packed;
+    m->pack_from_cache = info.from_cache;
+    m->pack_cache_written = info.cache_written;
+    m->pack_g = info.g;
+    m->packed_bytes = info.bytes;
+  }
+  return load_tokenizer(m, o->tokenizer_path, err);
+}
+
+void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta) {
+  const int half = n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const double freq = std::pow(theta, -2.0 * i / n_rot);
+    for (int pos = 0; pos < ctx; ++pos) {
+      const double angle = pos * freq;
+      cos_t[(size_t)pos * half + i] = (float)std::cos(angle);
+      sin_t[(size_t)pos * half + i] = (float)std::sin(angle);
+    }
+  }
+}
