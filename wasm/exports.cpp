@@ -178,9 +178,9 @@ EMSCRIPTEN_KEEPALIVE int krafla_sample(krafla_session* s) {
 EMSCRIPTEN_KEEPALIVE int krafla_convert_llama2c(const char* checkpoint, const char* tokenizer, const char* out,
                                                 int wtype, int scales) {
   clear_error();
-  cv_llama2c_opts o;
+  cv_llama2c_opts o = cv_llama2c_defaults();
   o.checkpoint = checkpoint;
-  o.tokenizer = tokenizer ? tokenizer : "";
+  o.tokenizer = tokenizer;
   o.out = out;
   o.wtype = wtype == 1 ? ML_DT_Q4 : ML_DT_Q8;
   o.scale_type = scales == 1 ? ML_SCALE_F16 : ML_SCALE_F32;

@@ -576,6 +576,11 @@ def test_random(c):
     check(not os.path.exists(out), "a failed random conversion left %s behind" % out)
     c.expect_fail(1, "missing_tok.bin", *random_args(c, RANDOM_SHAPES[0], out), "--tokenizer",
                   c.path("missing_tok.bin"))
+    # A shape whose embedding (vocab x dim floats) overflows the address space: out of memory, exit 1
+    # naming the tensor, decided before any allocation (the converter once died on std::length_error).
+    c.expect_fail(1, "tensor tok_embd", *random_args(c, (4294967264, 32, 1, 1, 1, 4294967295, 8, ["--head-dim", "64"]),
+                                                      out))
+    check(not os.path.exists(out), "an out-of-memory random conversion left %s behind" % out)
 
 
 def main():

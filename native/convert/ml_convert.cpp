@@ -4,9 +4,8 @@
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE] -o OUT.mlb
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents, 1 I/O and other failures.
-// Every message goes to stderr, prefixed "ml_convert: ".
-#include <cstdio>
-#include <new>
+// Every message goes to stderr, prefixed "ml_convert: ". The converting is src/convert
+// (ml_convert_lib), which reports out-of-memory as ML_E_NOMEM like every other failure.
 #include <string>
 
 #include "cli/cli.h"
@@ -23,14 +22,16 @@ int ml_main(int argc, char** argv) {
   CLI::App app{"Converts models to krafla's .mlb format.", "ml_convert"};
   app.require_subcommand(1);
 
-  cv_llama2c_opts lo;
-  cv_random_opts ro;
+  cv_llama2c_opts lo = cv_llama2c_defaults();
+  cv_random_opts ro = cv_random_defaults();
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out;  // the options' const char* point into these
+  bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
   CLI::App* l2 = app.add_subcommand("llama2c", "a llama2.c float32 checkpoint (legacy or version 1) + tokenizer.bin");
-  l2->add_option("checkpoint", lo.checkpoint, "the llama2.c checkpoint (.bin)")->required();
-  l2->add_option("--tokenizer", lo.tokenizer, "llama2.c tokenizer.bin, embedded in the output")->required();
-  l2->add_option("-o,--output", lo.out, "the .mlb file to write")->required();
+  l2->add_option("checkpoint", l_ckpt, "the llama2.c checkpoint (.bin)")->required();
+  l2->add_option("--tokenizer", l_tok, "llama2.c tokenizer.bin, embedded in the output")->required();
+  l2->add_option("-o,--output", l_out, "the .mlb file to write")->required();
   l2->add_option("--wtype", l_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
   l2->add_option("--scales", l_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
 
@@ -49,31 +50,32 @@ int ml_main(int argc, char** argv) {
       });
   rn->add_option("--wtype", r_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
   rn->add_option("--scales", r_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
-  rn->add_flag("--tied", ro.tied, "reuse the embedding as the classifier (no output tensor)");
+  rn->add_flag("--tied", r_tied, "reuse the embedding as the classifier (no output tensor)");
   rn->add_option("--rope-type", rope, "interleaved (llama2.c, GGUF) or half (Hugging Face); default interleaved")
       ->check(CLI::IsMember({"interleaved", "half"}));
   rn->add_option("--rope-theta", ro.rope_theta, "RoPE base (default 10000)");
-  rn->add_option("--tokenizer", ro.tokenizer, "llama2.c tokenizer.bin to embed (its size must equal --vocab)");
-  rn->add_option("-o,--output", ro.out, "the .mlb file to write")->required();
+  rn->add_option("--tokenizer", r_tok, "llama2.c tokenizer.bin to embed (its size must equal --vocab)");
+  rn->add_option("-o,--output", r_out, "the .mlb file to write")->required();
 
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
   ml_error err;
   ml_status s = ML_OK;
-  try {
-    if (l2->parsed()) {
-      lo.wtype = wtype_of(l_wtype);
-      lo.scale_type = scales_of(l_scales);
-      s = cv_llama2c(&lo, &err);
-    } else {
-      ro.wtype = wtype_of(r_wtype);
-      ro.scale_type = scales_of(r_scales);
-      ro.rope_type = rope == "half" ? ML_ROPE_HALF : ML_ROPE_INTERLEAVED;
-      s = cv_random(&ro, &err);
-    }
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "ml_convert: out of memory\n");
-    return ml::cli::EXIT_FAILURE_;
+  if (l2->parsed()) {
+    lo.checkpoint = l_ckpt.c_str();
+    lo.tokenizer = l_tok.c_str();
+    lo.out = l_out.c_str();
+    lo.wtype = wtype_of(l_wtype);
+    lo.scale_type = scales_of(l_scales);
+    s = cv_llama2c(&lo, &err);
+  } else {
+    ro.wtype = wtype_of(r_wtype);
+    ro.scale_type = scales_of(r_scales);
+    ro.tied = r_tied ? 1 : 0;
+    ro.rope_type = rope == "half" ? ML_ROPE_HALF : ML_ROPE_INTERLEAVED;
+    ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
+    ro.out = r_out.c_str();
+    s = cv_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);
 }

@@ -1,4 +1,4 @@
-// `ml_convert random`: a random Llama model of any shape, for tests and benchmarks.
+// cv_random (`ml_convert random`): a random Llama model of any shape, for tests and benchmarks.
 // Generator: xoshiro256** seeded through splitmix64 from --seed (the four state words are four
 // successive splitmix64 outputs). Each uniform value in [-1, 1) is (next() >> 40) * 2^-23 - 1,
 // exact in float32, so the same seed and shape give a byte-identical file on every machine.
@@ -44,11 +44,12 @@ uint64_t next(rng* r) {
 // Uniform in [-1, 1), a multiple of 2^-23.
 float uniform(rng* r) { return (float)(next(r) >> 40) * (1.0f / 8388608.0f) - 1.0f; }
 
-// n values scale * U(-1,1) + offset.
-std::vector<float> draw(rng* r, size_t n, float scale, float offset) {
-  std::vector<float> v(n);
+// n values scale * U(-1,1) + offset into out (allocated here; what names them on failure).
+ml_status draw(rng* r, size_t n, float scale, float offset, cv_buf* out, const char* what, ml_error* err) {
+  ML_TRY(cv_alloc(out, n, sizeof(float), err, "tensor %s", what));
+  float* v = out->as<float>();
   for (size_t i = 0; i < n; ++i) v[i] = uniform(r) * scale + offset;
-  return v;
+  return ML_OK;
 }
 
 // Option checks; every message names the option.
@@ -91,7 +92,10 @@ ml_status check_opts(const cv_random_opts* o, uint32_t* head_dim, ml_error* err)
 
 }  // namespace
 
+cv_random_opts cv_random_defaults() { return cv_random_opts{}; }
+
 ml_status cv_random(const cv_random_opts* o, ml_error* err) {
+  if (!o->out) return ml_fail(err, ML_E_ARG, "random: no --output path given");
   uint32_t head_dim = 0;
   ML_TRY(check_opts(o, &head_dim, err));
   cv_model m;
@@ -113,7 +117,7 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
   h.flags = o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
   h.bos_id = 1;
   h.eos_id = 2;
-  if (!o->tokenizer.empty()) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer.c_str(), err));
+  if (o->tokenizer && *o->tokenizer) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, err));
 
   rng r;
   uint64_t seed = o->seed;
@@ -121,15 +125,16 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
 
   const uint32_t dim = h.dim, hid = h.hidden_dim, q_dim = h.n_heads * head_dim, kv_dim = h.n_kv_heads * head_dim;
   char name[ML_MLB_NAME_MAX];
+  cv_buf v;  // the float values of the tensor being added
   auto mat = [&](const char* nm, uint32_t rows, uint32_t cols, float scale) {
     size_t n;
     if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "tensor %s: %ux%u overflows", nm, rows, cols);
-    const std::vector<float> v = draw(&r, n, scale, 0.0f);
-    return cv_add_matrix(&m, nm, rows, cols, v.data(), rows, cols, err);
+    ML_TRY(draw(&r, n, scale, 0.0f, &v, nm, err));
+    return cv_add_matrix(&m, nm, rows, cols, v.as<float>(), rows, cols, err);
   };
   auto norm = [&](const char* nm) {
-    const std::vector<float> v = draw(&r, dim, 0.2f, 1.0f);
-    return cv_add_f32(&m, nm, v.data(), dim, err);
+    ML_TRY(draw(&r, dim, 0.2f, 1.0f, &v, nm, err));
+    return cv_add_f32(&m, nm, v.as<float>(), dim, err);
   };
   const float emb_scale = o->tied ? std::fmin(1.0f, 2.0f / std::sqrt((float)dim)) : 1.0f;
   ML_TRY(mat("tok_embd", h.vocab_size, dim, emb_scale));
@@ -150,5 +155,6 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
   }
   ML_TRY(norm("output_norm"));
   if (!o->tied) ML_TRY(mat("output", h.vocab_size, dim, 1.0f / std::sqrt((float)dim)));
-  return cv_write(&m, o->out.c_str(), err);
+  v = cv_buf{};
+  return cv_write(&m, o->out, err);
 }

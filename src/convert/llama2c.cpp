@@ -1,4 +1,4 @@
-// `ml_convert llama2c`: llama2.c float32 checkpoints to .mlb.
+// cv_llama2c (`ml_convert llama2c`): llama2.c float32 checkpoints to .mlb.
 // Two layouts exist (llama2.c export.py):
 //   legacy (version 0): 7 int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 //     seq_len; a negative vocab_size means a separate classifier follows), then token_embedding,
@@ -126,8 +126,13 @@ bool compute_layout(const l2c_params* p, l2c_layout* o) {
 
 }  // namespace
 
+cv_llama2c_opts cv_llama2c_defaults() { return cv_llama2c_opts{}; }
+
 ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err) {
-  const char* path = o->checkpoint.c_str();
+  if (!o->checkpoint) return ml_fail(err, ML_E_ARG, "llama2c: no checkpoint path given");
+  if (!o->tokenizer) return ml_fail(err, ML_E_ARG, "llama2c: no --tokenizer path given");
+  if (!o->out) return ml_fail(err, ML_E_ARG, "llama2c: no --output path given");
+  const char* path = o->checkpoint;
   ml_file f;
   ML_TRY(ml_file_open(&f, path, err));
   file_guard guard{&f};
@@ -169,28 +174,34 @@ ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err) {
   h.bos_id = 1;
   h.eos_id = 2;
 
-  ML_TRY(cv_attach_tokenizer(&m, o->tokenizer.c_str(), err));
+  ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, err));
 
   const uint8_t* w = f.data + p.header_bytes;
   const uint32_t dim = p.dim, hid = p.hidden, kv_dim = p.kv_heads * h.head_dim;
-  // Group base, layer l, each layer n floats.
-  auto group = [&](uint64_t base, uint32_t l, uint64_t n) { return cv_load_f32(w + 4 * (base + l * n), n); };
   char name[ML_MLB_NAME_MAX];
+  cv_buf x;  // the float32 values of the tensor being added
+  // Decodes n floats of group `base`, layer l (each layer n floats), into x; the file's size check
+  // above keeps every group inside the mapping, but n itself may not fit size_t on 32-bit targets.
+  auto group = [&](uint64_t base, uint32_t l, uint64_t n, const char* what) {
+    if ((uint64_t)(size_t)n != n)
+      return ml_fail(err, ML_E_NOMEM, "tensor %s: %" PRIu64 " floats overflow this address space", what, n);
+    return cv_load_f32(w + 4 * (base + l * n), (size_t)n, &x, what, err);
+  };
   auto add_norm = [&](uint32_t l, const char* suffix, uint64_t base) {
     std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
-    const std::vector<float> v = group(base, l, dim);
-    return cv_add_f32(&m, name, v.data(), dim, err);
+    ML_TRY(group(base, l, dim, name));
+    return cv_add_f32(&m, name, x.as<float>(), dim, err);
   };
   // A rows x cols matrix from a src_rows x src_cols one (the FFN padding when they differ).
   auto add_mat = [&](uint32_t l, const char* suffix, uint64_t base, uint32_t rows, uint32_t cols, uint32_t src_rows,
                      uint32_t src_cols) {
     std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
-    const std::vector<float> v = group(base, l, (uint64_t)src_rows * src_cols);
-    return cv_add_matrix(&m, name, rows, cols, v.data(), src_rows, src_cols, err);
+    ML_TRY(group(base, l, (uint64_t)src_rows * src_cols, name));
+    return cv_add_matrix(&m, name, rows, cols, x.as<float>(), src_rows, src_cols, err);
   };
 
-  std::vector<float> x = group(lay.emb, 0, (uint64_t)p.vocab * dim);
-  ML_TRY(cv_add_matrix(&m, "tok_embd", p.vocab, dim, x.data(), p.vocab, dim, err));
+  ML_TRY(group(lay.emb, 0, (uint64_t)p.vocab * dim, "tok_embd"));
+  ML_TRY(cv_add_matrix(&m, "tok_embd", p.vocab, dim, x.as<float>(), p.vocab, dim, err));
   const uint32_t hp = h.hidden_dim;
   for (uint32_t l = 0; l < p.layers; ++l) {
     ML_TRY(add_norm(l, "attn_norm", lay.rms_att));
@@ -203,11 +214,12 @@ ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err) {
     ML_TRY(add_mat(l, "ffn_up", lay.w3, hp, dim, hid, dim));
     ML_TRY(add_mat(l, "ffn_down", lay.w2, dim, hp, dim, hid));
   }
-  x = group(lay.rms_final, 0, dim);
-  ML_TRY(cv_add_f32(&m, "output_norm", x.data(), dim, err));
+  ML_TRY(group(lay.rms_final, 0, dim, "output_norm"));
+  ML_TRY(cv_add_f32(&m, "output_norm", x.as<float>(), dim, err));
   if (!p.shared) {
-    x = group(lay.wcls, 0, (uint64_t)p.vocab * dim);
-    ML_TRY(cv_add_matrix(&m, "output", p.vocab, dim, x.data(), p.vocab, dim, err));
+    ML_TRY(group(lay.wcls, 0, (uint64_t)p.vocab * dim, "output"));
+    ML_TRY(cv_add_matrix(&m, "output", p.vocab, dim, x.as<float>(), p.vocab, dim, err));
   }
-  return cv_write(&m, o->out.c_str(), err);
+  x = cv_buf{};
+  return cv_write(&m, o->out, err);
 }

@@ -1,0 +1,131 @@
+// The converter library (ml_convert_lib; ml_convert and the wasm module link it): a model under
+// construction (header + quantized tensors with owned bytes, in file order), the helpers that
+// quantize float matrices into it, and the converters (llama2.c checkpoints, random models).
+// Contract: like the rest of the core, it never throws, aborts or exits (built with
+// -fno-exceptions -fno-rtti; no std containers, memory from malloc through cv_buf). Every function
+// returns ml_status with a message naming the file, option, field or tensor at fault: bad input
+// contents are ML_E_FORMAT/ML_E_SHAPE/ML_E_ARG (ml_convert exits 2), files that cannot be read or
+// written ML_E_IO, and an allocation that fails or whose size overflows ML_E_NOMEM naming what it
+// was for (exit 1). The option structs are plain data (C types only) for a C API to wrap.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/file.h"
+#include "core/status.h"
+#include "model/format.h"
+
+// --- options and converters ------------------------------------------------------------------
+
+// `ml_convert llama2c`: the three paths are required (null fails with ML_E_ARG naming the option).
+struct cv_llama2c_opts {
+  const char* checkpoint = nullptr;  // llama2.c float32 checkpoint
+  const char* tokenizer = nullptr;   // its tokenizer.bin, embedded verbatim
+  const char* out = nullptr;         // the .mlb to write
+  uint32_t wtype = ML_DT_Q8;         // ML_DT_Q8 or ML_DT_Q4
+  uint32_t scale_type = ML_SCALE_F32;  // ML_SCALE_F32 or ML_SCALE_F16
+};
+
+// `ml_convert random`: the hyperparameters are int64_t so that out-of-range values reach the
+// range checks (and their messages, which name the ml_convert option) instead of wrapping.
+struct cv_random_opts {
+  int64_t dim = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, vocab = 0, max_seq = 0;
+  int64_t head_dim = 0;  // 0: dim / heads
+  uint64_t seed = 1;
+  uint32_t wtype = ML_DT_Q8;
+  uint32_t scale_type = ML_SCALE_F32;
+  int tied = 0;  // nonzero: the embedding is the classifier (no output tensor)
+  uint32_t rope_type = ML_ROPE_INTERLEAVED;
+  float rope_theta = 10000.0f;
+  const char* tokenizer = nullptr;  // null or "": the file has none
+  const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
+};
+
+// The defaults above, for callers without C++ member initializers (a C API).
+cv_llama2c_opts cv_llama2c_defaults();
+cv_random_opts cv_random_defaults();
+
+// Converts a llama2.c float32 checkpoint (legacy header or version 1 "ak42") and its tokenizer.
+ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err);
+
+// Writes a random Llama model of the given shape (random.cpp documents the generator).
+ml_status cv_random(const cv_random_opts* o, ml_error* err);
+
+// --- memory ----------------------------------------------------------------------------------
+
+// An owned malloc'd block, freed on destruction; move-only. Empty (data null, size 0) until
+// cv_alloc fills it.
+struct cv_buf {
+  uint8_t* data = nullptr;
+  size_t size = 0;  // bytes
+
+  cv_buf() = default;
+  cv_buf(const cv_buf&) = delete;
+  cv_buf& operator=(const cv_buf&) = delete;
+  cv_buf(cv_buf&& o) noexcept : data(o.data), size(o.size) { o.data = nullptr, o.size = 0; }
+  cv_buf& operator=(cv_buf&& o) noexcept;
+  ~cv_buf();
+
+  template <class T>
+  T* as() const { return reinterpret_cast<T*>(data); }
+  // Hands the block to the caller, who frees it with std::free.
+  uint8_t* release();
+};
+
+// Replaces b's block with count * elem zero-filled bytes (malloc alignment). Fails with ML_E_NOMEM
+// when the product overflows size_t, exceeds PTRDIFF_MAX (no malloc is attempted then) or malloc
+// fails; the message is "<what>: ..." with what formatted from fmt (e.g. "tensor tok_embd").
+ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+// --- a model being built (tensors.cpp) -------------------------------------------------------
+
+// One tensor of the output file with its bytes (little-endian, as they go into the file). Trivially
+// copyable, so cv_model's list grows with realloc; cv_model frees data and scales.
+struct cv_tensor {
+  ml_mlb_tensor t;
+  uint8_t* data;    // t's data bytes
+  uint8_t* scales;  // Q8/Q4: scale bytes; else null
+};
+
+// A model being built. h.wtype and h.scale_type decide how cv_add_matrix quantizes. Owns its
+// tensors' bytes and the tokenizer file (mapped or read), released on destruction.
+struct cv_model {
+  ml_mlb_header h;
+  cv_tensor* tensors = nullptr;
+  size_t n_tensors = 0, cap_tensors = 0;
+  bool has_tokenizer = false;
+  ml_file tokenizer;  // llama2.c tokenizer.bin, verbatim
+
+  cv_model() = default;
+  cv_model(const cv_model&) = delete;
+  cv_model& operator=(const cv_model&) = delete;
+  ~cv_model();
+};
+
+// Appends an F32 tensor 1 x n (a norm weight). Fails (ML_E_FORMAT) on a non-finite value.
+ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err);
+
+// Appends a rows x cols matrix of type m->h.wtype with scales of m->h.scale_type, quantized with
+// ml_quantize_q8_ref / ml_quantize_q4_ref from src, a row-major src_rows x src_cols float matrix
+// (src_rows <= rows, src_cols <= cols). The rows and columns src lacks are zeros: that is the FFN
+// padding of docs/format.md. cols must be a multiple of 32. f16 scales are the float scales
+// rounded to half (ml_float_to_half) after the quants were computed with the float scale, as
+// GGUF's Q8_0/Q4_0 do. Fails (ML_E_FORMAT) on a non-finite value or a scale f16 cannot hold.
+ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* src,
+                        uint32_t src_rows, uint32_t src_cols, ml_error* err);
+
+// Writes the model with ml_mlb_write.
+ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
+
+// Decodes n little-endian float32 values from p into out (allocated here; what names them in the
+// ML_E_NOMEM message).
+ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what, ml_error* err);
+
+// Walks a llama2.c tokenizer.bin (u32 max_token_length, then per token f32 score, i32 len,
+// len bytes with 0 <= len <= max_token_length) and requires exactly vocab tokens and no trailing
+// bytes. path names the file in messages.
+ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, const char* path, ml_error* err);
+
+// Opens path into m->tokenizer (has_tokenizer) after cv_check_tokenizer against m->h.vocab_size.
+ml_status cv_attach_tokenizer(cv_model* m, const char* path, ml_error* err);

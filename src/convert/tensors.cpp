@@ -1,0 +1,264 @@
+// The converter's tensor helpers: quantizing float matrices into Q8/Q4 with f32 or f16 scales (the
+// rule of src/core/quant_ref.h, which the engine shares), the FFN zero padding, the explicit
+// little-endian encoding of F32 arrays and scales, the tokenizer.bin check, the final write, and
+// cv_buf/cv_alloc, the library's only source of memory.
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "convert/convert.h"
+#include "core/checked.h"
+#include "core/file.h"
+#include "core/half.h"
+#include "core/quant_ref.h"
+#include "core/types.h"
+#include "model/format_write.h"
+
+namespace {
+
+void put_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint32_t get_u32(const uint8_t* p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void put_f32(uint8_t* p, float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  put_u32(p, bits);
+}
+
+ml_status set_name(ml_mlb_tensor* t, const char* name, ml_error* err) {
+  if (std::strlen(name) >= ML_MLB_NAME_MAX) return ml_fail(err, ML_E_ARG, "tensor name %s is too long", name);
+  std::memset(t->name, 0, sizeof t->name);
+  std::memcpy(t->name, name, std::strlen(name));
+  return ML_OK;
+}
+
+// Appends a tensor whose bytes m now owns (data and scales from cv_buf::release).
+ml_status push_tensor(cv_model* m, const ml_mlb_tensor& t, cv_buf* data, cv_buf* scales, ml_error* err) {
+  if (m->n_tensors == m->cap_tensors) {
+    const size_t cap = m->cap_tensors ? m->cap_tensors * 2 : 64;
+    size_t bytes;
+    if (!ml_mul(cap, sizeof(cv_tensor), &bytes))
+      return ml_fail(err, ML_E_NOMEM, "tensor %s: the tensor list of %zu entries overflows", t.name, cap);
+    void* p = std::realloc(m->tensors, bytes);
+    if (!p)
+      return ml_fail(err, ML_E_NOMEM, "tensor %s: cannot grow the tensor list to %zu entries (%zu bytes)", t.name,
+                     cap, bytes);
+    m->tensors = static_cast<cv_tensor*>(p);
+    m->cap_tensors = cap;
+  }
+  cv_tensor& e = m->tensors[m->n_tensors++];
+  e.t = t;
+  e.data = data->release();
+  e.scales = scales ? scales->release() : nullptr;
+  return ML_OK;
+}
+
+}  // namespace
+
+// --- memory ----------------------------------------------------------------------------------
+
+cv_buf& cv_buf::operator=(cv_buf&& o) noexcept {
+  if (this != &o) {
+    std::free(data);
+    data = o.data;
+    size = o.size;
+    o.data = nullptr;
+    o.size = 0;
+  }
+  return *this;
+}
+
+cv_buf::~cv_buf() { std::free(data); }
+
+uint8_t* cv_buf::release() {
+  uint8_t* p = data;
+  data = nullptr;
+  size = 0;
+  return p;
+}
+
+ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const char* fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  std::free(b->data);
+  b->data = nullptr;
+  b->size = 0;
+  size_t bytes;
+  if (!ml_mul(count, elem, &bytes))
+    return ml_fail(err, ML_E_NOMEM, "%s: %zu x %zu bytes overflow this address space", what, count, elem);
+  // glibc's malloc refuses these anyway; checking first keeps sanitizers' allocators (which abort on
+  // such a request by default) and other libcs out of it.
+  if (bytes > (size_t)PTRDIFF_MAX)
+    return ml_fail(err, ML_E_NOMEM, "%s: %zu bytes exceed this address space", what, bytes);
+  // calloc: zeros are the FFN padding; and one byte for an empty block, so data is never null.
+  void* p = std::calloc(bytes ? bytes : 1, 1);
+  if (!p) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes", what, bytes);
+  b->data = static_cast<uint8_t*>(p);
+  b->size = bytes;
+  return ML_OK;
+}
+
+// --- a model being built ---------------------------------------------------------------------
+
+cv_model::~cv_model() {
+  for (size_t i = 0; i < n_tensors; ++i) {
+    std::free(tensors[i].data);
+    std::free(tensors[i].scales);
+  }
+  std::free(tensors);
+  ml_file_close(&tokenizer);
+}
+
+ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what, ml_error* err) {
+  ML_TRY(cv_alloc(out, n, sizeof(float), err, "%s", what));
+  float* v = out->as<float>();
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = get_u32(p + 4 * i);
+    std::memcpy(&v[i], &bits, 4);
+  }
+  return ML_OK;
+}
+
+ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err) {
+  ml_mlb_tensor t;
+  ML_TRY(set_name(&t, name, err));
+  t.type = ML_DT_F32;
+  t.scale_type = 0;
+  t.rows = 1;
+  t.cols = n;
+  cv_buf data;
+  ML_TRY(cv_alloc(&data, n, 4, err, "tensor %s", name));
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return ml_fail(err, ML_E_FORMAT, "tensor %s: value %d is %g", name, (int)i, (double)x[i]);
+    put_f32(data.data + (size_t)i * 4, x[i]);
+  }
+  return push_tensor(m, t, &data, nullptr, err);
+}
+
+ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* src,
+                        uint32_t src_rows, uint32_t src_cols, ml_error* err) {
+  const uint32_t wtype = m->h.wtype, stype = m->h.scale_type;
+  if (wtype != ML_DT_Q8 && wtype != ML_DT_Q4) return ml_fail(err, ML_E_ARG, "wtype %u is not Q8 (2) or Q4 (3)", wtype);
+  if (cols % ML_QK != 0) return ml_fail(err, ML_E_SHAPE, "tensor %s: cols %u is not a multiple of 32", name, cols);
+  if (src_rows > rows || src_cols > cols)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: source %ux%u exceeds %ux%u", name, src_rows, src_cols, rows, cols);
+  size_t n;
+  if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "tensor %s: %ux%u overflows", name, rows, cols);
+
+  for (uint32_t r = 0; r < src_rows; ++r) {
+    const float* row = src + (size_t)r * src_cols;
+    for (uint32_t c = 0; c < src_cols; ++c) {
+      if (!std::isfinite(row[c]))
+        return ml_fail(err, ML_E_FORMAT, "tensor %s: value at row %u col %u is %g", name, r, c, (double)row[c]);
+    }
+  }
+  // A source smaller than the tensor is copied into a zero-padded matrix first; a full-size one is
+  // quantized in place.
+  const float* x = src;
+  cv_buf padded;
+  if (src_rows != rows || src_cols != cols) {
+    ML_TRY(cv_alloc(&padded, n, sizeof(float), err, "tensor %s (padded to %ux%u)", name, rows, cols));
+    for (uint32_t r = 0; r < src_rows; ++r)
+      std::memcpy(padded.as<float>() + (size_t)r * cols, src + (size_t)r * src_cols, (size_t)src_cols * sizeof(float));
+    x = padded.as<float>();
+  }
+
+  ml_mlb_tensor t;
+  ML_TRY(set_name(&t, name, err));
+  t.type = wtype;
+  t.scale_type = stype;
+  t.rows = rows;
+  t.cols = cols;
+  // Blocks never straddle rows (cols % 32 == 0), so one call over the whole matrix quantizes
+  // every row exactly as a row-by-row call would.
+  const size_t nb = n / ML_QK;
+  cv_buf d, data, scales;
+  ML_TRY(cv_alloc(&d, nb, sizeof(float), err, "tensor %s's block scales", name));
+  if (wtype == ML_DT_Q8) {
+    ML_TRY(cv_alloc(&data, n, 1, err, "tensor %s's quants", name));
+    ml_quantize_q8_ref(reinterpret_cast<int8_t*>(data.data), d.as<float>(), x, n);
+  } else {
+    ML_TRY(cv_alloc(&data, n / 2, 1, err, "tensor %s's quants", name));
+    ml_quantize_q4_ref(data.data, d.as<float>(), x, n);
+  }
+  padded = cv_buf{};
+  ML_TRY(cv_alloc(&scales, nb, stype == ML_SCALE_F32 ? 4 : 2, err, "tensor %s's scales", name));
+  const float* ds = d.as<float>();
+  for (size_t i = 0; i < nb; ++i) {
+    if (stype == ML_SCALE_F32) {
+      put_f32(scales.data + i * 4, ds[i]);
+    } else {
+      const uint16_t hbits = ml_float_to_half(ds[i]);
+      if ((hbits & 0x7C00u) == 0x7C00u)
+        return ml_fail(err, ML_E_FORMAT,
+                       "tensor %s: block scale %g of row %zu does not fit an f16 scale (use --scales f32)", name,
+                       (double)ds[i], i / (cols / ML_QK));
+      scales.data[i * 2] = (uint8_t)(hbits & 0xFF);
+      scales.data[i * 2 + 1] = (uint8_t)(hbits >> 8);
+    }
+  }
+  return push_tensor(m, t, &data, &scales, err);
+}
+
+ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
+  cv_buf list;
+  ML_TRY(cv_alloc(&list, m->n_tensors, sizeof(ml_mlb_tensor_src), err, "%s: the list of %zu tensors", path,
+                  m->n_tensors));
+  ml_mlb_tensor_src* src = list.as<ml_mlb_tensor_src>();
+  for (size_t i = 0; i < m->n_tensors; ++i) {
+    src[i].t = m->tensors[i].t;
+    src[i].data = m->tensors[i].data;
+    src[i].scales = m->tensors[i].scales;
+  }
+  static const uint8_t empty = 0;
+  const uint8_t* tok = nullptr;
+  if (m->has_tokenizer) tok = m->tokenizer.size == 0 ? &empty : m->tokenizer.data;
+  return ml_mlb_write(path, &m->h, src, m->n_tensors, tok, m->has_tokenizer ? m->tokenizer.size : 0, err);
+}
+
+ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, const char* path, ml_error* err) {
+  if (size < 4)
+    return ml_fail(err, ML_E_FORMAT, "tokenizer %s: %zu bytes, too short for max_token_length", path, size);
+  const uint32_t max_len = get_u32(data);
+  if (max_len == 0 || max_len > (1u << 20))
+    return ml_fail(err, ML_E_FORMAT, "tokenizer %s: max_token_length %u is not in 1..%u", path, max_len, 1u << 20);
+  size_t pos = 4;
+  for (uint32_t i = 0; i < vocab; ++i) {
+    if (size - pos < 8)
+      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: ends at token %u, but vocab_size is %u", path, i, vocab);
+    const uint32_t len = get_u32(data + pos + 4);
+    if (len > max_len)
+      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u has length %d, more than max_token_length %u", path, i,
+                     (int32_t)len, max_len);
+    pos += 8;
+    if (size - pos < len)
+      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u (length %u) runs past the end of the file", path, i,
+                     len);
+    pos += len;
+  }
+  if (pos != size)
+    return ml_fail(err, ML_E_FORMAT,
+                   "tokenizer %s: %zu bytes follow token %u: it holds more tokens than vocab_size %u", path,
+                   size - pos, vocab - 1, vocab);
+  return ML_OK;
+}
+
+ml_status cv_attach_tokenizer(cv_model* m, const char* path, ml_error* err) {
+  ml_file_close(&m->tokenizer);
+  m->has_tokenizer = false;
+  ML_TRY(ml_file_open(&m->tokenizer, path, err));
+  ML_TRY(cv_check_tokenizer(m->tokenizer.data, m->tokenizer.size, m->h.vocab_size, path, err));
+  m->has_tokenizer = true;
+  return ML_OK;
+}
