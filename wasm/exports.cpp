@@ -13,10 +13,7 @@
 #include <cstring>
 #include <new>
 
-#include "convert/convert.h"
-#include "core/threads.h"
-#include "engine/krafla.h"
-#include "model/sampler.h"
+#include "krafla.h"
 
 namespace {
 
@@ -35,20 +32,47 @@ int fail(ml_status s, const char* msg) {
 
 }  // namespace
 
-// One opened model: the engine, the model bytes it reads (owned here) and the sampler.
+// One opened model with the executor and the one session the worker drives, the model bytes
+// (owned here), and the generation in progress.
 struct krafla_session {
-  ml_engine* engine = nullptr;
+  ml_model* model = nullptr;
+  ml_exec* exec = nullptr;
+  ml_session* session = nullptr;
+  ml_gen* gen = nullptr;
   void* data = nullptr;
-  ml_sampler sampler;
-  void* sampler_scratch = nullptr;
-  int vocab = 0, bos = -1, eos = -1;
+  char* stops = nullptr;        // the generation's stop strings, NUL-separated
+  const char** stop_ptrs = nullptr;
+  int bos = -1, eos = -1;
   char info[1024] = {0};
+  char stats[512] = {0};
 };
+
+namespace {
+
+void end_generation(krafla_session* s) {
+  ml_gen_free(s->gen);
+  s->gen = nullptr;
+  std::free(s->stops);
+  std::free(s->stop_ptrs);
+  s->stops = nullptr;
+  s->stop_ptrs = nullptr;
+}
+
+void destroy(krafla_session* s) {
+  end_generation(s);
+  ml_session_free(s->session);
+  ml_exec_free(s->exec);
+  ml_model_close(s->model);
+  std::free(s->data);
+  delete s;
+}
+
+}  // namespace
 
 extern "C" {
 
 EMSCRIPTEN_KEEPALIVE const char* krafla_build_isa(void) { return ml_build_isa(); }
-EMSCRIPTEN_KEEPALIVE int krafla_build_threads(void) { return ml_pool_threads_built() ? 1 : 0; }
+EMSCRIPTEN_KEEPALIVE int krafla_build_threads(void) { return ml_build_threads(); }
 EMSCRIPTEN_KEEPALIVE int krafla_build_pack_g(void) { return ml_build_pack_g(); }
 
 EMSCRIPTEN_KEEPALIVE const char* krafla_last_error(void) { return g_err.msg; }
@@ -74,47 +98,37 @@ EMSCRIPTEN_KEEPALIVE krafla_session* krafla_open(void* data, size_t size, int ct
     return nullptr;
   }
   s->data = data;
-  ml_engine_params p{};
-  p.ctx = ctx;
-  p.kv = kv;
-  p.n_threads = n_threads;
-  p.batch = batch;
-  if (ml_engine_open_memory(&s->engine, data, size, &p, &g_err) != ML_OK) {
-    std::free(data);
-    delete s;
+  ml_model_params mp{};
+  mp.ctx = ctx;
+  ml_exec_params ep{};
+  ep.n_threads = n_threads;
+  ep.batch = batch;
+  ml_session_params sp{};
+  sp.kv = kv;
+  if (ml_model_open_memory(&s->model, data, size, &mp, &g_err) != ML_OK ||
+      ml_exec_create(&s->exec, s->model, &ep, &g_err) != ML_OK ||
+      ml_session_create(&s->session, s->model, &sp, &g_err) != ML_OK) {
+    destroy(s);
     return nullptr;
   }
-  const ml_engine_info i = ml_engine_get_info(s->engine);
-  s->vocab = i.vocab_size;
+  const ml_model_info i = ml_model_get_info(s->model);
   s->bos = i.bos_id;
   s->eos = i.eos_id;
-  s->sampler_scratch = std::malloc(ml_sampler_scratch_bytes(i.vocab_size));
-  if (!s->sampler_scratch ||
-      ml_sampler_init(&s->sampler, i.vocab_size, 0.0f, 1.0f, 0, 0, s->sampler_scratch, &g_err) != ML_OK) {
-    if (!s->sampler_scratch) fail(ML_E_NOMEM, "out of wasm memory for the sampler");
-    ml_engine_close(s->engine);
-    std::free(data);
-    delete s;
-    return nullptr;
-  }
   std::snprintf(s->info, sizeof s->info,
                 "{\"vocab_size\":%d,\"ctx\":%d,\"max_seq\":%d,\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,"
                 "\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,\"wtype\":\"%s\",\"bos_id\":%d,\"eos_id\":%d,"
                 "\"has_tokenizer\":%s,\"isa\":\"%s\",\"threads_built\":%s,\"n_threads\":%d,\"batch\":%d,"
                 "\"packed\":%s,\"pack_g\":%d,\"state_bytes\":%zu,\"packed_bytes\":%zu,\"model_bytes\":%zu}",
-                i.vocab_size, i.ctx, i.max_seq, i.dim, i.hidden_dim, i.n_layers, i.n_heads, i.n_kv_heads, i.head_dim,
-                i.wtype == 3 ? "q4" : "q8", i.bos_id, i.eos_id, i.has_tokenizer ? "true" : "false", i.isa,
-                ml_pool_threads_built() ? "true" : "false", i.n_threads, i.batch, i.packed ? "true" : "false",
-                i.pack_g, i.state_bytes, i.packed_bytes, size);
+                i.vocab_size, ml_session_ctx(s->session), i.max_seq, i.dim, i.hidden_dim, i.n_layers, i.n_heads,
+                i.n_kv_heads, i.head_dim, i.wtype == ML_DT_Q4 ? "q4" : "q8", i.bos_id, i.eos_id,
+                i.has_tokenizer ? "true" : "false", i.isa, krafla_build_threads() ? "true" : "false",
+                ml_exec_threads(s->exec), ml_exec_batch(s->exec), i.packed ? "true" : "false", i.pack_g,
+                ml_exec_bytes(s->exec) + ml_session_bytes(s->session), i.packed_bytes, size);
   return s;
 }
 
 EMSCRIPTEN_KEEPALIVE void krafla_close(krafla_session* s) {
-  if (!s) return;
-  ml_engine_close(s->engine);
-  std::free(s->sampler_scratch);
-  std::free(s->data);
-  delete s;
+  if (s) destroy(s);
 }
 
 // The model and build as a JSON object (wasm/README.md lists the keys).
@@ -126,8 +140,8 @@ EMSCRIPTEN_KEEPALIVE int krafla_tokenize(const krafla_session* s, const char* te
                                          int cap) {
   clear_error();
   size_t n = 0;
-  const ml_status st =
-      ml_engine_tokenize(s->engine, text, (size_t)len, add_bos, ids, (size_t)(cap < 0 ? 0 : cap), &n, &g_err);
+  const ml_status st = ml_tokenize(ml_model_tokenizer(s->model), text, (size_t)len, add_bos, ids,
+                                   (size_t)(cap < 0 ? 0 : cap), &n, &g_err);
   if (st == ML_OK || (st == ML_E_ARG && n > (size_t)cap)) {
     clear_error();
     return (int)n;
@@ -136,40 +150,126 @@ EMSCRIPTEN_KEEPALIVE int krafla_tokenize(const krafla_session* s, const char* te
 }
 
 // The bytes of id's text after prev (-1 at the start), *len of them, as ml_run prints them: BOS
-// and EOS give "". A piece may end inside a UTF-8 character (byte tokens): decode with a
-// streaming decoder. The pointer is valid until the next call.
+// and EOS give "". A piece may end inside a UTF-8 character (byte tokens). The pointer is valid
+// until the next call.
 EMSCRIPTEN_KEEPALIVE const char* krafla_piece(const krafla_session* s, int prev, int id, int* len) {
-  *len = 0;
-  if (id == s->bos || id == s->eos) return "";
   size_t n = 0;
-  const char* p = ml_engine_piece(s->engine, prev, id, &n);
+  const char* p = ml_token_piece(ml_model_tokenizer(s->model), prev, id, &n);
   *len = p ? (int)n : 0;
   return p ? p : "";
 }
 
-// Feeds ids[0, n) at positions [pos, pos + n) and computes the logits of the last. 0 or -status.
+// Keeps the session's first pos positions, then feeds ids[0, n) at positions [pos, pos + n) and
+// computes the logits of the last. 0 or -status.
 EMSCRIPTEN_KEEPALIVE int krafla_eval(krafla_session* s, const int32_t* ids, int n, int pos) {
   clear_error();
   if (n <= 0) return fail(ML_E_ARG, "eval: no tokens");
-  return -(int)ml_engine_eval(s->engine, ids, (size_t)n, pos, &g_err);
+  if (pos != ml_session_pos(s->session) && ml_session_truncate(s->session, pos, &g_err) != ML_OK) return -(int)g_err.status;
+  return -(int)ml_session_feed(s->exec, s->session, ids, (size_t)n, &g_err);
 }
 
 // The vocab_size logits of the last evaluated position.
-EMSCRIPTEN_KEEPALIVE const float* krafla_logits(const krafla_session* s) { return ml_engine_logits(s->engine); }
+EMSCRIPTEN_KEEPALIVE const float* krafla_logits(const krafla_session* s) { return ml_session_logits(s->session); }
 
 // Sets the sampling parameters and restarts the generator (seed = seed_hi * 2^32 + seed_lo, as
 // ml_run --seed). temperature 0 = greedy; top_p 1 = off; top_k 0 = off. 0 or -status.
 EMSCRIPTEN_KEEPALIVE int krafla_sampler(krafla_session* s, float temperature, float top_p, int top_k, uint32_t seed_lo,
                                         uint32_t seed_hi) {
   clear_error();
-  const uint64_t seed = ((uint64_t)seed_hi << 32) | seed_lo;
-  return -(int)ml_sampler_init(&s->sampler, s->vocab, temperature, top_p, top_k, seed, s->sampler_scratch, &g_err);
+  const ml_sampler_params p{temperature, top_p, top_k, ((uint64_t)seed_hi << 32) | seed_lo};
+  return -(int)ml_session_set_sampler(s->session, &p, &g_err);
 }
 
-// The next id drawn from the current logits (ml_engine_generate's step: sample, then the caller
-// stops on EOS/BOS or feeds the id with krafla_eval at the next position).
-EMSCRIPTEN_KEEPALIVE int krafla_sample(krafla_session* s) {
-  return ml_sampler_sample(&s->sampler, ml_engine_logits(s->engine));
+// The next id drawn from the current logits (not fed).
+EMSCRIPTEN_KEEPALIVE int krafla_sample(krafla_session* s) { return ml_session_sample(s->session); }
+
+// Starts a generation (ml_gen_start): keeps the session's first `keep` positions (0: a fresh
+// sequence), feeds the prompt ids[0, n) and sets the sampling. stops: n_stops NUL-terminated
+// UTF-8 stop strings back to back (copied). 0 or -status.
+EMSCRIPTEN_KEEPALIVE int krafla_gen_start(krafla_session* s, int keep, const int32_t* ids, int n, int max_tokens,
+                                          float temperature, float top_p, int top_k, uint32_t seed_lo,
+                                          uint32_t seed_hi, int stop_at_eos, const char* stops, int stops_bytes,
+                                          int n_stops) {
+  clear_error();
+  end_generation(s);
+  if (n < 0 || n_stops < 0 || stops_bytes < 0) return fail(ML_E_ARG, "generate: negative count");
+  if (ml_session_truncate(s->session, keep, &g_err) != ML_OK) return -(int)g_err.status;
+  s->stops = static_cast<char*>(std::malloc((size_t)stops_bytes + 1));
+  s->stop_ptrs = static_cast<const char**>(std::malloc(sizeof(char*) * (size_t)(n_stops + 1)));
+  if (!s->stops || !s->stop_ptrs) {
+    end_generation(s);
+    return fail(ML_E_NOMEM, "generate: out of wasm memory for the stop strings");
+  }
+  std::memcpy(s->stops, stops, (size_t)stops_bytes);
+  s->stops[stops_bytes] = 0;
+  const char* at = s->stops;
+  for (int i = 0; i < n_stops; ++i) {
+    if (at >= s->stops + stops_bytes + 1) {
+      end_generation(s);
+      return fail(ML_E_ARG, "generate: the stop strings are not NUL-terminated");
+    }
+    s->stop_ptrs[i] = at;
+    at += std::strlen(at) + 1;
+  }
+  ml_gen_params p{};
+  p.max_tokens = max_tokens;
+  p.temperature = temperature;
+  p.top_p = top_p;
+  p.top_k = top_k;
+  p.seed = ((uint64_t)seed_hi << 32) | seed_lo;
+  p.stop_at_eos = stop_at_eos;
+  p.stop = s->stop_ptrs;
+  p.n_stop = (size_t)n_stops;
+  if (ml_gen_start(&s->gen, s->exec, s->session, ids, (size_t)n, &p, &g_err) != ML_OK) {
+    end_generation(s);
+    return -(int)g_err.status;
+  }
+  return 0;
+}
+
+// One step (ml_gen_next): returns the text it releases (whole UTF-8 characters), *len bytes of
+// it; out[0] = the sampled id (-1 when none), out[1] = 1 when generation has ended. Null on error.
+EMSCRIPTEN_KEEPALIVE const char* krafla_gen_next(krafla_session* s, int* len, int32_t* out) {
+  clear_error();
+  *len = 0;
+  out[0] = -1;
+  out[1] = 1;
+  if (!s->gen) {
+    fail(ML_E_ARG, "generate: no generation in progress");
+    return nullptr;
+  }
+  const char* text;
+  size_t n;
+  int done = 0;
+  if (ml_gen_next(s->gen, &text, &n, &out[0], &done, &g_err) != ML_OK) return nullptr;
+  *len = (int)n;
+  out[1] = done;
+  return text;
+}
+
+// Ends the generation now (an abort) and returns the text it still held, *len bytes.
+EMSCRIPTEN_KEEPALIVE const char* krafla_gen_cancel(krafla_session* s, int* len) {
+  *len = 0;
+  if (!s->gen) return "";
+  const char* text;
+  size_t n;
+  ml_gen_cancel(s->gen, &text, &n);
+  *len = (int)n;
+  return text;
+}
+
+// The generation's statistics as JSON: n_prompt, n_generated, prompt_seconds, gen_seconds,
+// stop_reason ("length", "eos", "context", "abort", "stop").
+EMSCRIPTEN_KEEPALIVE const char* krafla_gen_stats(krafla_session* s) {
+  if (!s->gen) return "{}";
+  static const char* const reasons[] = {"length", "eos", "context", "abort", "stop"};
+  const ml_gen_stats st = ml_gen_get_stats(s->gen);
+  std::snprintf(s->stats, sizeof s->stats,
+                "{\"n_prompt\":%d,\"n_generated\":%d,\"prompt_seconds\":%.9g,\"gen_seconds\":%.9g,"
+                "\"stop_reason\":\"%s\"}",
+                st.n_prompt, st.n_generated, st.prompt_seconds, st.gen_seconds,
+                st.stop_reason >= 0 && st.stop_reason <= 4 ? reasons[st.stop_reason] : "length");
+  return s->stats;
 }
 
 // ml_convert llama2c on files of the module's in-memory file system (Module.FS): a llama2.c
@@ -178,13 +278,13 @@ EMSCRIPTEN_KEEPALIVE int krafla_sample(krafla_session* s) {
 EMSCRIPTEN_KEEPALIVE int krafla_convert_llama2c(const char* checkpoint, const char* tokenizer, const char* out,
                                                 int wtype, int scales) {
   clear_error();
-  cv_llama2c_opts o = cv_llama2c_defaults();
+  ml_convert_llama2c_params o = ml_convert_llama2c_defaults();
   o.checkpoint = checkpoint;
   o.tokenizer = tokenizer;
   o.out = out;
   o.wtype = wtype == 1 ? ML_DT_Q4 : ML_DT_Q8;
-  o.scale_type = scales == 1 ? ML_SCALE_F16 : ML_SCALE_F32;
-  return -(int)cv_llama2c(&o, &g_err);
+  o.scales_f16 = scales == 1;
+  return -(int)ml_convert_llama2c(&o, &g_err);
 }
 
 }  // extern "C"

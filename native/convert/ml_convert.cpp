@@ -9,12 +9,11 @@
 #include <string>
 
 #include "cli/cli.h"
-#include "convert/convert.h"
+#include "krafla.h"
 
 namespace {
 
-uint32_t wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
-uint32_t scales_of(const std::string& s) { return s == "f16" ? ML_SCALE_F16 : ML_SCALE_F32; }
+int wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
 
 }  // namespace
 
@@ -22,8 +21,8 @@ int ml_main(int argc, char** argv) {
   CLI::App app{"Converts models to krafla's .mlb format.", "ml_convert"};
   app.require_subcommand(1);
 
-  cv_llama2c_opts lo = cv_llama2c_defaults();
-  cv_random_opts ro = cv_random_defaults();
+  ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
+  ml_convert_random_params ro = ml_convert_random_defaults();
   std::string l_ckpt, l_tok, l_out, r_tok, r_out;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
@@ -66,16 +65,16 @@ int ml_main(int argc, char** argv) {
     lo.tokenizer = l_tok.c_str();
     lo.out = l_out.c_str();
     lo.wtype = wtype_of(l_wtype);
-    lo.scale_type = scales_of(l_scales);
-    s = cv_llama2c(&lo, &err);
+    lo.scales_f16 = l_scales == "f16";
+    s = ml_convert_llama2c(&lo, &err);
   } else {
     ro.wtype = wtype_of(r_wtype);
-    ro.scale_type = scales_of(r_scales);
+    ro.scales_f16 = r_scales == "f16";
     ro.tied = r_tied ? 1 : 0;
-    ro.rope_type = rope == "half" ? ML_ROPE_HALF : ML_ROPE_INTERLEAVED;
+    ro.rope_half = rope == "half";
     ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
     ro.out = r_out.c_str();
-    s = cv_random(&ro, &err);
+    s = ml_convert_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);
 }

@@ -18,7 +18,7 @@ ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) {
   return s;
 }
 
-const char* ml_status_name(ml_status s) {
+extern "C" const char* ml_status_name(ml_status s) {
   switch (s) {
     case ML_OK: return "ok";
     case ML_E_IO: return "io";

@@ -13,7 +13,7 @@
 ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 // "ok", "io", "format", "shape", "nomem", "isa", "arg".
-const char* ml_status_name(ml_status s);
+extern "C" const char* ml_status_name(ml_status s);  // also in krafla.h
 
 // Propagates a non-OK status to the caller.
 #define ML_TRY(expr)                    \

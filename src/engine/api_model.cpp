@@ -119,6 +119,7 @@ extern "C" {
 
 const char* ml_build_isa(void) { return ml::k::build_isa; }
 int ml_build_pack_g(void) { return ml_op_pack_params().g; }
+int ml_build_threads(void) { return ml_pool_threads_built() ? 1 : 0; }
 
 ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params* p, ml_error* err) {
   *out = nullptr;

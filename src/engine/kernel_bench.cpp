@@ -10,6 +10,7 @@
 
 #include "core/pack.h"
 #include "core/quant_ref.h"
+#include "core/status.h"
 #include "kernels/bind.h"
 #include "krafla.h"
 

@@ -109,9 +109,10 @@ TEST_CASE("convert: a random model loads with the requested shape", "[convert]")
   CHECK(c.kv_dim == o.kv_heads * hd);
   CHECK(c.vocab_size == o.vocab);
   CHECK(c.max_seq == o.max_seq);
-  CHECK(c.wtype == (int)o.wtype);
-  CHECK(c.rope_type == (int)o.rope_type);
-  CHECK(c.rope_theta == o.rope_theta);
+  CHECK(m.mlb.h.wtype == o.wtype);
+  CHECK(m.layers[0].wq.type == (int)o.wtype);
+  CHECK(m.rope.type == (int)o.rope_type);
+  CHECK(m.rope.theta == (double)o.rope_theta);
   CHECK(c.tied == tied);
   CHECK(m.mlb.h.scale_type == o.scale_type);
   CHECK((m.mlb.tokenizer != nullptr) == with_tok);

@@ -8,7 +8,7 @@
 
 #include "model/model.h"
 #include "model/model_fixture.h"
-#include "model/state.h"
+#include "model/session.h"
 
 namespace {
 
@@ -163,10 +163,11 @@ TEST_CASE("load: sizes that overflow", "[load]") {
   m.cfg.n_layers = 4096;
   m.cfg.n_kv_heads = 4096;
   m.cfg.kv_dim = 4096 * 4096;
+  m.ctx = 1 << 30;
   size_t need = 0;
-  ml_state_params sp;
+  ml_session_opts sp;
   sp.ctx = 1 << 30;
-  CHECK(ml_state_bytes(&m, &sp, &need, &err) == ML_E_NOMEM);
+  CHECK(ml_session_plan_bytes(&m, &sp, &need, &err) == ML_E_NOMEM);
   CHECK_THAT(std::string(err.msg), Catch::Contains("overflow"));
   ml_model_free(&m);
 }
@@ -203,10 +204,13 @@ TEST_CASE("load: wrong tensor shape, type or a missing tensor", "[load]") {
   expect_fail(b, ML_E_SHAPE, "blk.1.attn_q: shape 128 x 32, expected 64 x 64");
 
   b = valid();
-  e = entry(b, "blk.0.ffn_gate");  // Q8 -> Q4 with a consistent size: a type the header does not allow
-  put32(b, e + 48, ML_DT_Q4);
-  put64(b, e + 72, get64(b, e + 72) / 2);
-  expect_fail(b, ML_E_SHAPE, "blk.0.ffn_gate: type 3");
+  e = entry(b, "blk.0.ffn_gate");  // Q8 -> F16 with a consistent size and no scales: not a weight type
+  put32(b, e + 48, ML_DT_F16);
+  put32(b, e + 52, 0);
+  put32(b, e + 60, 32);  // 96 x 64 -> 96 x 32 halves: the same bytes
+  put64(b, e + 80, 0);
+  put64(b, e + 88, 0);
+  expect_fail(b, ML_E_SHAPE, "blk.0.ffn_gate: type 1");
 
   b = valid();
   e = entry(b, "blk.1.ffn_norm");
@@ -221,10 +225,11 @@ TEST_CASE("load: a KV cache larger than 4 GB is sized without overflow", "[load]
   ml_model m;
   ml_error err;
   REQUIRE(ml_model_load_memory(&m, b.data(), b.size(), &err) == ML_OK);
+  m.ctx = (int)s.max_seq;
   size_t need = 0;
-  ml_state_params sp;
+  ml_session_opts sp;
   sp.ctx = (int)s.max_seq;
-  const ml_status st = ml_state_bytes(&m, &sp, &need, &err);
+  const ml_status st = ml_session_plan_bytes(&m, &sp, &need, &err);
   if (sizeof(size_t) == 4) {
     CHECK(st == ML_E_NOMEM);  // 32-bit targets: refuse, never wrap around
   } else {

@@ -31,11 +31,16 @@ typedef struct ml_exec ml_exec;
 typedef struct ml_tokenizer ml_tokenizer;
 typedef struct ml_gen ml_gen;
 
+/* "ok", "io", "format", "shape", "nomem", "isa", "arg". */
+const char* ml_status_name(ml_status s);
+
 /* ---- The build ------------------------------------------------------------------------------ */
 
 /* The build's kernel ISA ("scalar", "avx2", ...) and pack group (0: no packed kernels). */
 const char* ml_build_isa(void);
 int ml_build_pack_g(void);
+/* 1 when the build has the thread pool (the single-threaded wasm builds compile it out). */
+int ml_build_threads(void);
 /* The first CPU feature that `isa` needs and this CPU lacks ("avx2", ...), or NULL when it runs.
  * Compiled without ISA flags, so it is safe to call before any kernel (native/main_guard.cpp). */
 const char* ml_cpu_missing(const char* isa);
@@ -234,6 +239,36 @@ typedef int (*ml_token_cb)(void* user, int32_t id, const char* text, size_t len,
 /* The whole loop: ml_gen_start, then ml_gen_next until done, reporting through cb. */
 ml_status ml_generate(ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt, const ml_gen_params* p,
                       ml_token_cb cb, void* user, ml_gen_stats* stats, ml_error* err);
+
+/* ---- Converting (ml_convert) --------------------------------------------------------------- */
+
+/* A llama2.c float32 checkpoint (legacy or version 1) and its tokenizer.bin to an .mlb. */
+typedef struct ml_convert_llama2c_params {
+  const char* checkpoint;
+  const char* tokenizer; /* embedded in the output */
+  const char* out;       /* written through a temporary file and a rename */
+  int wtype;             /* ML_DT_Q8 or ML_DT_Q4 */
+  int scales_f16;        /* 1: block scales as IEEE halves */
+} ml_convert_llama2c_params;
+
+/* A random Llama model of any shape (tests, benchmarks); the same seed gives the same bytes. */
+typedef struct ml_convert_random_params {
+  int64_t dim, hidden, layers, heads, kv_heads, vocab, max_seq;
+  int64_t head_dim; /* 0: dim / heads */
+  uint64_t seed;
+  int wtype, scales_f16;
+  int tied;            /* the embedding is the classifier */
+  int rope_half;       /* 1: Hugging Face's half-split RoPE pairs; 0: interleaved (llama2.c, GGUF) */
+  float rope_theta;
+  const char* tokenizer; /* a llama2.c tokenizer.bin to embed, or NULL */
+  const char* out;
+} ml_convert_random_params;
+
+/* The defaults (Q8, f32 scales, seed 1, theta 10000, interleaved, untied). */
+ml_convert_llama2c_params ml_convert_llama2c_defaults(void);
+ml_convert_random_params ml_convert_random_defaults(void);
+ml_status ml_convert_llama2c(const ml_convert_llama2c_params* p, ml_error* err);
+ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err);
 
 /* ---- Kernel benchmark (ml_bench) ---------------------------------------------------------- */
 
