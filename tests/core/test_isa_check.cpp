@@ -113,7 +113,7 @@ TEST_CASE("isa_check: ARM ISAs on the other ARM architecture, and unknown names"
 // every x86 or ARM row has a check that passes on a CPU with every bit set (an ISA without one is
 // reported as missing itself), and every check is a row of that architecture. Neither list can be
 // generated from the other (the bits are hand-written), so this test is what keeps them together.
-TEST_CASE("isa_check: one CPU check per x86 and ARM row of kernels/isa.cmake, and no other", "[isa]") {
+TEST_CASE("isa_check: one CPU check per x86 and ARM row of kernels/isa.cmake and no other", "[isa]") {
   struct Row {
     const char* isa;
     const char* arch;
