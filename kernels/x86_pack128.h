@@ -14,11 +14,11 @@
 //                                          block's offset * sum(x), int32) and dx (its scale)
 //   expand(xb, q, d, b0, nblk, offset)     blocks [b0, b0 + nblk) of one token into xb
 //   kQ8Offset                              128 when Q8 weights are stored + 128, else 0
-//   q8_prep(w) / q8_step(s, wp, x, k) / q8_finish(s, x)   the Q8 step k of block x, s += w . x
-//   q4_prep(w) / q4_step(s, wp, x, k) / q4_finish(s, x)   the same for Q4 (step k: low nibbles
-//                                          against values 4k.., high ones against 16 + 4k..)
-// *_prep is the per-step weight work shared by every token of a tile; *_finish turns the step
-// sums into the block's exact int32 sum (subtracting offset * sum(x) where the weights read as
+//   Q8, Q4 with prep(w) / step(s, wp, x, k) / finish(s, x): step k of block x, s += w . x (Q4
+//                                          step k: low nibbles against values 4k.., high ones
+//                                          against 16 + 4k..)
+// prep is the per-step weight work shared by every token of a tile; finish turns the step sums
+// into the block's exact int32 sum (subtracting offset * sum(x) where the weights read as
 // unsigned), so it equals scalar's isum.
 //
 // Rounding: per block and row, acc += (float)isum * (d_w * d_x), separate multiply and add, in
@@ -30,6 +30,8 @@
 // never written.
 #pragma once
 #include <emmintrin.h>
+
+#include <type_traits>
 
 #include "core/pack.h"
 #include "kernels/ops.h"
@@ -53,31 +55,20 @@ inline constexpr int kTile = 4;  // tokens per matmul tile
 template <class V, int T, bool Q4>
 inline void group_blocks(__m128 acc[T], const uint8_t* wq, const float* wd, const typename V::XBlock* const xb[T],
                          int nblk) {
+  using S = std::conditional_t<Q4, typename V::Q4, typename V::Q8>;
   for (int b = 0; b < nblk; ++b) {
     __m128i s[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) s[t] = _mm_setzero_si128();
-    if constexpr (Q4) {
-      const uint8_t* wb = wq + (size_t)b * 64;
-      auto step = [&](int k) {
-        const auto wp = V::q4_prep(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k)));
+    const uint8_t* wb = wq + (size_t)b * (Q4 ? 64 : 128);
+    auto step = [&](int k) {
+      const auto wp = S::prep(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k)));
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) s[t] = V::q4_step(s[t], wp, xb[t][b], k);
-      };
-      ML_PK_STEPS(4, step);
+      for (int t = 0; t < T; ++t) s[t] = S::step(s[t], wp, xb[t][b], k);
+    };
+    ML_PK_STEPS(Q4 ? 4 : 8, step);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) s[t] = V::q4_finish(s[t], xb[t][b]);
-    } else {
-      const uint8_t* wb = wq + (size_t)b * 128;
-      auto step = [&](int k) {
-        const auto wp = V::q8_prep(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 16 * k)));
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) s[t] = V::q8_step(s[t], wp, xb[t][b], k);
-      };
-      ML_PK_STEPS(8, step);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) s[t] = V::q8_finish(s[t], xb[t][b]);
-    }
+    for (int t = 0; t < T; ++t) s[t] = S::finish(s[t], xb[t][b]);
     const __m128 dw = _mm_loadu_ps(wd + (size_t)b * kG);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)

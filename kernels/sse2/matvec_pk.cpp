@@ -54,30 +54,34 @@ struct V {
   }
 
   // Q8: the even and odd bytes (q + 128) of each 16-bit lane, as int16.
-  struct Q8w {
-    __m128i e, o;
+  struct Q8 {
+    struct W {
+      __m128i e, o;
+    };
+    static W prep(__m128i w) { return {_mm_and_si128(w, _mm_set1_epi16(0x00FF)), _mm_srli_epi16(w, 8)}; }
+    static __m128i step(__m128i s, const W& w, const XBlock& x, int k) {
+      return _mm_add_epi32(s, _mm_add_epi32(_mm_madd_epi16(w.e, x.e[k]), _mm_madd_epi16(w.o, x.o[k])));
+    }
+    static __m128i finish(__m128i s, const XBlock& x) { return _mm_sub_epi32(s, x.off); }
   };
-  static Q8w q8_prep(__m128i w) { return {_mm_and_si128(w, _mm_set1_epi16(0x00FF)), _mm_srli_epi16(w, 8)}; }
-  static __m128i q8_step(__m128i s, const Q8w& w, const XBlock& x, int k) {
-    return _mm_add_epi32(s, _mm_add_epi32(_mm_madd_epi16(w.e, x.e[k]), _mm_madd_epi16(w.o, x.o[k])));
-  }
-  static __m128i q8_finish(__m128i s, const XBlock& x) { return _mm_sub_epi32(s, x.off); }
 
   // Q4: the four nibbles of each 16-bit lane (even/odd byte x low/high nibble), as int16.
-  struct Q4w {
-    __m128i el, ol, eh, oh;
+  struct Q4 {
+    struct W {
+      __m128i el, ol, eh, oh;
+    };
+    static W prep(__m128i w) {
+      const __m128i m = _mm_set1_epi16(0x000F);
+      return {_mm_and_si128(w, m), _mm_and_si128(_mm_srli_epi16(w, 8), m), _mm_and_si128(_mm_srli_epi16(w, 4), m),
+              _mm_srli_epi16(w, 12)};
+    }
+    static __m128i step(__m128i s, const W& w, const XBlock& x, int k) {
+      const __m128i lo = _mm_add_epi32(_mm_madd_epi16(w.el, x.e[k]), _mm_madd_epi16(w.ol, x.o[k]));
+      const __m128i hi = _mm_add_epi32(_mm_madd_epi16(w.eh, x.e[k + 4]), _mm_madd_epi16(w.oh, x.o[k + 4]));
+      return _mm_add_epi32(s, _mm_add_epi32(lo, hi));
+    }
+    static __m128i finish(__m128i s, const XBlock& x) { return _mm_sub_epi32(s, x.off); }
   };
-  static Q4w q4_prep(__m128i w) {
-    const __m128i m = _mm_set1_epi16(0x000F);
-    return {_mm_and_si128(w, m), _mm_and_si128(_mm_srli_epi16(w, 8), m), _mm_and_si128(_mm_srli_epi16(w, 4), m),
-            _mm_srli_epi16(w, 12)};
-  }
-  static __m128i q4_step(__m128i s, const Q4w& w, const XBlock& x, int k) {
-    const __m128i lo = _mm_add_epi32(_mm_madd_epi16(w.el, x.e[k]), _mm_madd_epi16(w.ol, x.o[k]));
-    const __m128i hi = _mm_add_epi32(_mm_madd_epi16(w.eh, x.e[k + 4]), _mm_madd_epi16(w.oh, x.o[k + 4]));
-    return _mm_add_epi32(s, _mm_add_epi32(lo, hi));
-  }
-  static __m128i q4_finish(__m128i s, const XBlock& x) { return _mm_sub_epi32(s, x.off); }
 };
 static_assert(ml::k::sse2::pack.g == ml::k::x86pk128::kG && ml::k::sse2::pack.q8_offset == V::kQ8Offset &&
                   ml::k::sse2::pack.q4_xor == 0 && !ml::k::sse2::pack.d16,

@@ -52,30 +52,34 @@ struct V {
   }
 
   // Q8: |w| once per step for every token; the step's sign goes onto x.
-  struct Q8w {
-    __m128i aw, w;
+  struct Q8 {
+    struct W {
+      __m128i aw, w;
+    };
+    static W prep(__m128i w) { return {_mm_abs_epi8(w), w}; }
+    static __m128i step(__m128i s, const W& w, const XBlock& x, int k) {
+      const __m128i p = _mm_maddubs_epi16(w.aw, _mm_sign_epi8(x.q[k], w.w));
+      return _mm_add_epi32(s, _mm_madd_epi16(p, _mm_set1_epi16(1)));
+    }
+    static __m128i finish(__m128i s, const XBlock&) { return s; }  // signed weights: no offset
   };
-  static Q8w q8_prep(__m128i w) { return {_mm_abs_epi8(w), w}; }
-  static __m128i q8_step(__m128i s, const Q8w& w, const XBlock& x, int k) {
-    const __m128i p = _mm_maddubs_epi16(w.aw, _mm_sign_epi8(x.q[k], w.w));
-    return _mm_add_epi32(s, _mm_madd_epi16(p, _mm_set1_epi16(1)));
-  }
-  static __m128i q8_finish(__m128i s, const XBlock&) { return s; }  // signed weights: no offset
 
-  // Q4: the low and high nibbles; the step sums stay int16 pairs until q4_finish.
-  struct Q4w {
-    __m128i lo, hi;
+  // Q4: the low and high nibbles; the step sums stay int16 pairs until finish.
+  struct Q4 {
+    struct W {
+      __m128i lo, hi;
+    };
+    static W prep(__m128i w) {
+      const __m128i m = _mm_set1_epi8(0x0F);
+      return {_mm_and_si128(w, m), _mm_and_si128(_mm_srli_epi16(w, 4), m)};
+    }
+    static __m128i step(__m128i s, const W& w, const XBlock& x, int k) {
+      return _mm_add_epi16(s, _mm_add_epi16(_mm_maddubs_epi16(w.lo, x.q[k]), _mm_maddubs_epi16(w.hi, x.q[k + 4])));
+    }
+    static __m128i finish(__m128i s, const XBlock& x) {
+      return _mm_sub_epi32(_mm_madd_epi16(s, _mm_set1_epi16(1)), x.off);
+    }
   };
-  static Q4w q4_prep(__m128i w) {
-    const __m128i m = _mm_set1_epi8(0x0F);
-    return {_mm_and_si128(w, m), _mm_and_si128(_mm_srli_epi16(w, 4), m)};
-  }
-  static __m128i q4_step(__m128i s, const Q4w& w, const XBlock& x, int k) {
-    return _mm_add_epi16(s, _mm_add_epi16(_mm_maddubs_epi16(w.lo, x.q[k]), _mm_maddubs_epi16(w.hi, x.q[k + 4])));
-  }
-  static __m128i q4_finish(__m128i s, const XBlock& x) {
-    return _mm_sub_epi32(_mm_madd_epi16(s, _mm_set1_epi16(1)), x.off);
-  }
 };
 static_assert(ml::k::sse41::pack.g == ml::k::x86pk128::kG && ml::k::sse41::pack.q8_offset == V::kQ8Offset &&
                   ml::k::sse41::pack.q4_xor == 0 && !ml::k::sse41::pack.d16,
