@@ -1,8 +1,8 @@
-// AVX-512 VNNI matrix-vector kernels, row-major Q8 and Q4 weights times Q8 activations.
-// Contract (kernels/ops.h): y[r] for r in [r0, r1) only; W->cols == x->n, a multiple of 32; any
-// row range and any block count (an odd last block runs as a half-width step whose upper lanes
-// are zero); f32 or f16 scales; unaligned loads; no allocation, no global state.
-// Idiom: 4 rows per pass, and two 32-blocks per 512-bit vpdpbusd (lanes 0-7 block b, 8-15 block
+// AVX-512 VNNI matrix-vector kernels, row-major Q8 and Q4 weights times Q8 activations. The
+// 4-row driver, its contract and its rounding rule are kernels/x86_matvec.h's (shared with avx2
+// and avxvnni); this file supplies the pair dot (an odd last block runs as a half-width step
+// whose upper lanes are zero).
+// Idiom: two 32-blocks per 512-bit vpdpbusd (lanes 0-7 block b, 8-15 block
 // b + 1; Q4 uses x86_avx.h's q4_order), so each activation pair is loaded once for four rows.
 // Q8: there is no 512-bit psignb, so w is negated with a byte-masked subtract where x < 0 and
 // vpdpbusd(0, |x|, that) gives the exact block lanes. Q4: vpdpbusd(-8 * sum(x), nibbles, x), the
@@ -11,7 +11,7 @@
 // block b first, then block b + 1: exactly scalar's acc += (float)isum * (dw * dx), so the result
 // is bit-identical to scalar. Each row's scales for 8 blocks are one vector load (wscale_4x8).
 #include "kernels/avx512vnni/avx512vnni.h"
-#include "kernels/x86_avx.h"
+#include "kernels/x86_matvec.h"
 
 namespace {
 using namespace ml::k::x86;
@@ -62,88 +62,32 @@ inline __m512i pair_prep(__m512i xv) {
     return _mm512_abs_epi8(xv);
 }
 
-// Blocks b, b + 1 of four rows: acc (lane k = row k) += (float)isum_k(b) * d_k(b), then the same
-// for block b + 1 (skipped for ONE). d = {scales of block b | scales of block b + 1}.
-template <bool Q4, bool ONE>
-inline __m128 step4(__m128 acc, const uint8_t* wq, size_t row_bytes, const ml_qact* x, int b, __m256 d) {
-  const __m512i xv = load_pair<Q4, ONE>(x->q + b * ML_QK);
-  const __m512i p = pair_prep<Q4>(xv);
-  const __mmask64 neg = Q4 ? 0 : _mm512_movepi8_mask(xv);
-  const __m512i v0 = pair_lanes<Q4, ONE>(wq, row_bytes, 0, b, xv, p, neg);
-  const __m512i v1 = pair_lanes<Q4, ONE>(wq, row_bytes, 1, b, xv, p, neg);
-  const __m512i v2 = pair_lanes<Q4, ONE>(wq, row_bytes, 2, b, xv, p, neg);
-  const __m512i v3 = pair_lanes<Q4, ONE>(wq, row_bytes, 3, b, xv, p, neg);
-  const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum4x2_i32<Q4>(v0, v1, v2, v3)), d);
-  acc = _mm_add_ps(acc, _mm256_castps256_ps128(t));
-  if constexpr (!ONE) acc = _mm_add_ps(acc, _mm256_extractf128_ps(t, 1));
-  return acc;
-}
-
-// Rows [r, r + 4), 8 blocks per group so that each row's scales are one vector load.
-template <bool F16, bool Q4>
-inline void rows4(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
-  const int nb = W->cols / ML_QK;
-  const size_t row_bytes = Q4 ? (size_t)W->cols / 2 : (size_t)W->cols;
-  const uint8_t* wq = static_cast<const uint8_t*>(W->q) + (size_t)r * row_bytes;
-  __m128 acc = _mm_setzero_ps();
-  for (int b = 0; b < nb; b += 8) {
-    const int n = nb - b < 8 ? nb - b : 8;
-    __m256 d[4];  // d[j]: scales of blocks b + 2j (low half) and b + 2j + 1 (high half)
-    wscale_4x8<F16>(d, W->d, (size_t)r * (size_t)nb + (size_t)b, (size_t)nb, x->d + b, n);
-    if (n == 8) {
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) acc = step4<Q4, false>(acc, wq, row_bytes, x, b + 2 * j, d[j]);
-    } else {
-      int j = 0;
-      for (; 2 * j + 1 < n; ++j) acc = step4<Q4, false>(acc, wq, row_bytes, x, b + 2 * j, d[j & 3]);
-      if (2 * j < n) acc = step4<Q4, true>(acc, wq, row_bytes, x, b + 2 * j, d[j & 3]);
-    }
+struct V {
+  // Blocks b, b + 1 of four rows: acc (lane k = row k) += (float)isum_k(b) * d_k(b), then the same
+  // for block b + 1 (skipped for ONE). d = {scales of block b | scales of block b + 1}.
+  template <bool Q4, bool ONE>
+  static __m128 step4(__m128 acc, const uint8_t* wq, size_t row_bytes, const ml_qact* x, int b, __m256 d) {
+    const __m512i xv = load_pair<Q4, ONE>(x->q + b * ML_QK);
+    const __m512i p = pair_prep<Q4>(xv);
+    const __mmask64 neg = Q4 ? 0 : _mm512_movepi8_mask(xv);
+    const __m512i v0 = pair_lanes<Q4, ONE>(wq, row_bytes, 0, b, xv, p, neg);
+    const __m512i v1 = pair_lanes<Q4, ONE>(wq, row_bytes, 1, b, xv, p, neg);
+    const __m512i v2 = pair_lanes<Q4, ONE>(wq, row_bytes, 2, b, xv, p, neg);
+    const __m512i v3 = pair_lanes<Q4, ONE>(wq, row_bytes, 3, b, xv, p, neg);
+    const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum4x2_i32<Q4>(v0, v1, v2, v3)), d);
+    acc = _mm_add_ps(acc, _mm256_castps256_ps128(t));
+    if constexpr (!ONE) acc = _mm_add_ps(acc, _mm256_extractf128_ps(t, 1));
+    return acc;
   }
-  _mm_storeu_ps(y + r, acc);
-}
-
-// One row (the last r1 - r0 mod 4 rows).
-template <bool F16, bool Q4>
-inline void rows1(float* y, const ml_qtensor* W, const ml_qact* x, int r) {
-  const int nb = W->cols / ML_QK;
-  const size_t row_bytes = Q4 ? (size_t)W->cols / 2 : (size_t)W->cols;
-  const uint8_t* wq = static_cast<const uint8_t*>(W->q) + (size_t)r * row_bytes;
-  const size_t d0 = (size_t)r * (size_t)nb;
-  float acc = 0.0f;
-  int b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const __m512i xv = load_pair<Q4, false>(x->q + b * ML_QK);
+  // One row's sums of blocks b and b + 1 (ONE: block b alone, s1 = 0).
+  template <bool Q4, bool ONE>
+  static void sums1(const uint8_t* wq, const ml_qact* x, int b, int32_t& s0, int32_t& s1) {
+    const __m512i xv = load_pair<Q4, ONE>(x->q + b * ML_QK);
     const __m512i xp = pair_prep<Q4>(xv);
-    int32_t s0, s1;
-    pair_sums<Q4>(pair_lanes<Q4, false>(wq, row_bytes, 0, b, xv, xp, Q4 ? 0 : _mm512_movepi8_mask(xv)), s0, s1);
-    acc = acc + (float)s0 * (wscale<F16>(W->d, d0 + (size_t)b) * x->d[b]);
-    acc = acc + (float)s1 * (wscale<F16>(W->d, d0 + (size_t)b + 1) * x->d[b + 1]);
+    pair_sums<Q4>(pair_lanes<Q4, ONE>(wq, 0, 0, b, xv, xp, Q4 ? 0 : _mm512_movepi8_mask(xv)), s0, s1);
   }
-  if (b < nb) {
-    const __m512i xv = load_pair<Q4, true>(x->q + b * ML_QK);
-    const __m512i xp = pair_prep<Q4>(xv);
-    int32_t s0, s1;
-    pair_sums<Q4>(pair_lanes<Q4, true>(wq, row_bytes, 0, b, xv, xp, Q4 ? 0 : _mm512_movepi8_mask(xv)), s0, s1);
-    acc = acc + (float)s0 * (wscale<F16>(W->d, d0 + (size_t)b) * x->d[b]);
-  }
-  y[r] = acc;
-}
-
-template <bool F16, bool Q4>
-inline void matvec(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows4<F16, Q4>(y, W, x, r);
-  for (; r < r1; ++r) rows1<F16, Q4>(y, W, x, r);
-}
+};
 
 }  // namespace
 
-extern "C" void ml_k_matvec_q8_avx512vnni(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
-  if (W->d_f16) matvec<true, false>(y, W, x, r0, r1);
-  else matvec<false, false>(y, W, x, r0, r1);
-}
-
-extern "C" void ml_k_matvec_q4_avx512vnni(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
-  if (W->d_f16) matvec<true, true>(y, W, x, r0, r1);
-  else matvec<false, true>(y, W, x, r0, r1);
-}
+ML_X86_MATVEC_ENTRIES(V, avx512vnni)

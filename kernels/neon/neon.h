@@ -28,6 +28,9 @@ ML_K_BIND(axpy_f16, neon)
 // Packed kernels (kernels/neon/matvec_pk.cpp): G = 4, Q8 signed, Q4 bytes ^ 0x88 (nibbles read as
 // signed q - 8), f32 scales. neon_dotprod uses the same layout with sdot.
 inline constexpr ml_pack_params pack{4, 0, 0x88, false, true};
+// The packed kernels of this ISA and of its children do scalar's float operations in scalar's
+// order, so they are bit-exact with the scalar row-major matvec for any scales (test_packed).
+inline constexpr bool pk_exact = true;
 ML_K_BIND_PK(matvec_q8_pk, neon)
 ML_K_BIND_PK(matvec_q4_pk, neon)
 ML_K_BIND_PK(matmul_q8_pk, neon)

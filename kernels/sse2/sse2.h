@@ -27,6 +27,9 @@ ML_K_BIND(axpy_f16, sse2)
 // Packed kernels (kernels/sse2/matvec_pk.cpp): G = 4, Q8 stored + 128 (no 8-bit multiply: the
 // bytes are split and go through pmaddwd as unsigned), Q4 nibbles raw, f32 scales.
 inline constexpr ml_pack_params pack{4, 128, 0, false, true};
+// The packed kernels of this ISA and of its children do scalar's float operations in scalar's
+// order, so they are bit-exact with the scalar row-major matvec for any scales (test_packed).
+inline constexpr bool pk_exact = true;
 ML_K_BIND_PK(matvec_q8_pk, sse2)
 ML_K_BIND_PK(matvec_q4_pk, sse2)
 ML_K_BIND_PK(matmul_q8_pk, sse2)

@@ -1,7 +1,6 @@
 #include "core/isa_check.h"
 
 #include <cstring>
-#include <initializer_list>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -62,6 +61,11 @@ constexpr int kA64I8mm = 13;         // AArch64 AT_HWCAP2: HWCAP2_I8MM (smmla)
 
 bool bit64(uint64_t reg, int b) { return (reg >> b) & 1u; }
 
+const char* missing_neon(const ml_arm_hwcaps* h) {  // the 32-bit build, and the AArch64 chains' baseline
+  if (h->aarch64) return bit64(h->hwcap, kA64Asimd) ? nullptr : "asimd";
+  return bit64(h->hwcap, kArm32Neon) ? nullptr : "neon";
+}
+
 const char* missing_neon_dotprod(const ml_arm_hwcaps* h) {
   if (!h->aarch64) return "aarch64";
   if (!bit64(h->hwcap, kA64Asimd)) return "asimd";
@@ -69,36 +73,55 @@ const char* missing_neon_dotprod(const ml_arm_hwcaps* h) {
   return nullptr;
 }
 
-bool is_arm_isa(const char* isa) {
-  for (const char* a : {"neon", "neon_dotprod", "neon_i8mm", "sve"})
-    if (std::strcmp(isa, a) == 0) return true;
-  return false;
+const char* missing_neon_i8mm(const ml_arm_hwcaps* h) {
+  if (const char* m = missing_neon_dotprod(h)) return m;
+  return bit64(h->hwcap2, kA64I8mm) ? nullptr : "i8mm";
 }
 
-bool is_x86_isa(const char* isa) {
-  for (const char* x : {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni"})
-    if (std::strcmp(isa, x) == 0) return true;
-  return false;
+const char* missing_sve(const ml_arm_hwcaps* h) {
+  if (const char* m = missing_neon_dotprod(h)) return m;
+  return bit64(h->hwcap, kA64Sve) ? nullptr : "sve";
+}
+
+// The checks, one per x86 or ARM row of kernels/isa.cmake (tests/core/test_isa_check.cpp holds
+// the two lists to the table, both ways).
+struct x86_check {
+  const char* isa;
+  const char* (*missing)(const ml_cpuid_regs*);
+};
+constexpr x86_check kX86[] = {{"sse2", missing_sse2},
+                              {"sse41", missing_sse41},
+                              {"avx2", missing_avx2},
+                              {"avxvnni", missing_avxvnni},
+                              {"avx512vnni", missing_avx512vnni}};
+
+struct arm_check {
+  const char* isa;
+  const char* (*missing)(const ml_arm_hwcaps*);
+};
+constexpr arm_check kArm[] = {{"neon", missing_neon},
+                              {"neon_dotprod", missing_neon_dotprod},
+                              {"neon_i8mm", missing_neon_i8mm},
+                              {"sve", missing_sve}};
+
+const x86_check* find_x86(const char* isa) {
+  for (const x86_check& c : kX86)
+    if (std::strcmp(isa, c.isa) == 0) return &c;
+  return nullptr;
+}
+
+const arm_check* find_arm(const char* isa) {
+  for (const arm_check& c : kArm)
+    if (std::strcmp(isa, c.isa) == 0) return &c;
+  return nullptr;
 }
 
 }  // namespace
 
 const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h) {
   if (std::strcmp(isa, "scalar") == 0) return nullptr;
-  if (std::strcmp(isa, "neon") == 0) {  // the 32-bit build, and the AArch64 chains' baseline
-    if (h->aarch64) return bit64(h->hwcap, kA64Asimd) ? nullptr : "asimd";
-    return bit64(h->hwcap, kArm32Neon) ? nullptr : "neon";
-  }
-  if (std::strcmp(isa, "neon_dotprod") == 0) return missing_neon_dotprod(h);
-  if (std::strcmp(isa, "neon_i8mm") == 0) {
-    if (const char* m = missing_neon_dotprod(h)) return m;
-    return bit64(h->hwcap2, kA64I8mm) ? nullptr : "i8mm";
-  }
-  if (std::strcmp(isa, "sve") == 0) {
-    if (const char* m = missing_neon_dotprod(h)) return m;
-    return bit64(h->hwcap, kA64Sve) ? nullptr : "sve";
-  }
-  return isa;
+  const arm_check* c = find_arm(isa);
+  return c ? c->missing(h) : isa;
 }
 
 ml_arm_hwcaps ml_arm_hwcaps_read() {
@@ -113,12 +136,15 @@ ml_arm_hwcaps ml_arm_hwcaps_read() {
 
 const char* ml_isa_missing_x86(const char* isa, const ml_cpuid_regs* r) {
   if (std::strcmp(isa, "scalar") == 0) return nullptr;
-  if (std::strcmp(isa, "sse2") == 0) return missing_sse2(r);
-  if (std::strcmp(isa, "sse41") == 0) return missing_sse41(r);
-  if (std::strcmp(isa, "avx2") == 0) return missing_avx2(r);
-  if (std::strcmp(isa, "avxvnni") == 0) return missing_avxvnni(r);
-  if (std::strcmp(isa, "avx512vnni") == 0) return missing_avx512vnni(r);
-  return isa;
+  const x86_check* c = find_x86(isa);
+  return c ? c->missing(r) : isa;
+}
+
+const char* ml_isa_checked(int i) {
+  constexpr int n_x86 = sizeof(kX86) / sizeof(kX86[0]), n_arm = sizeof(kArm) / sizeof(kArm[0]);
+  if (i >= 0 && i < n_x86) return kX86[i].isa;
+  if (i >= n_x86 && i < n_x86 + n_arm) return kArm[i - n_x86].isa;
+  return nullptr;
 }
 
 ml_cpuid_regs ml_cpuid_read() {
@@ -152,7 +178,7 @@ ml_cpuid_regs ml_cpuid_read() {
 }
 
 const char* ml_isa_missing(const char* isa) {
-  if (is_x86_isa(isa)) {
+  if (find_x86(isa)) {
 #ifdef ML_X86
     const ml_cpuid_regs r = ml_cpuid_read();
     return ml_isa_missing_x86(isa, &r);
@@ -160,7 +186,7 @@ const char* ml_isa_missing(const char* isa) {
     return isa;  // an x86 ISA on another architecture
 #endif
   }
-  if (is_arm_isa(isa)) {
+  if (find_arm(isa)) {
 #ifdef ML_ARM_LINUX
     const ml_arm_hwcaps h = ml_arm_hwcaps_read();
     return ml_isa_missing_arm(isa, &h);

@@ -40,5 +40,9 @@ ml_arm_hwcaps ml_arm_hwcaps_read();
 // another architecture is missing itself. "scalar" always runs.
 const char* ml_isa_missing(const char* isa);
 
+// The names of the ISAs that have a CPU check here (x86, then ARM), i = 0, 1, ...; null past the
+// last. tests/core/test_isa_check.cpp holds them to the x86 and ARM rows of kernels/isa.cmake.
+const char* ml_isa_checked(int i);
+
 // True when this CPU runs isa (tests use it to SKIP kernels the CPU cannot run).
 inline bool ml_cpu_runs_isa(const char* isa) { return ml_isa_missing(isa) == nullptr; }

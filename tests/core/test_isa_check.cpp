@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/isa_check.h"
+#include "kernels/isa_table.h"  // generated from kernels/isa.cmake
 
 namespace {
 
@@ -106,4 +107,48 @@ TEST_CASE("isa_check: ARM ISAs on the other ARM architecture, and unknown names"
 #if !defined(__aarch64__) && !defined(__arm__)
   CHECK(std::string(ml_isa_missing("neon_dotprod")) == "neon_dotprod");  // not on this x86 host
 #endif
+}
+
+// isa_check.cpp's CPU checks against the table of kernels/isa.cmake (ML_ISA_TABLE, generated):
+// every x86 or ARM row has a check that passes on a CPU with every bit set (an ISA without one is
+// reported as missing itself), and every check is a row of that architecture. Neither list can be
+// generated from the other (the bits are hand-written), so this test is what keeps them together.
+TEST_CASE("isa_check: one CPU check per x86 and ARM row of kernels/isa.cmake and no other", "[isa]") {
+  struct Row {
+    const char* isa;
+    const char* arch;
+  };
+  const Row rows[] = {
+#define ML_ISA_ROW(isa, arch) {#isa, #arch},
+      ML_ISA_TABLE(ML_ISA_ROW)
+#undef ML_ISA_ROW
+  };
+  ml_cpuid_regs all_x86;
+  all_x86.max_leaf = 0xffffffffu;
+  all_x86.l1_ecx = all_x86.l1_edx = all_x86.l7_ebx = all_x86.l7_ecx = all_x86.l7_1_eax = 0xffffffffu;
+  all_x86.xcr0 = ~0ull;
+  const ml_arm_hwcaps all_a32{false, ~0ull, ~0ull}, all_a64{true, ~0ull, ~0ull};
+  auto checked = [](const char* isa) {
+    for (int i = 0; ml_isa_checked(i); ++i)
+      if (std::strcmp(ml_isa_checked(i), isa) == 0) return true;
+    return false;
+  };
+  for (const Row& r : rows) {
+    INFO("kernels/isa.cmake row " << r.isa << " (" << r.arch << ")");
+    const std::string arch = r.arch;
+    if (arch == "x86") {
+      CHECK(missing(r.isa, all_x86) == "");
+    } else if (arch == "arm32" || arch == "aarch64") {
+      const char* m = ml_isa_missing_arm(r.isa, arch == "arm32" ? &all_a32 : &all_a64);
+      CHECK(std::string(m ? m : "") == "");
+    }
+    // scalar and wasm rows have no CPU check (the browser's JavaScript checks wasm features).
+    CHECK(checked(r.isa) == (arch == "x86" || arch == "arm32" || arch == "aarch64"));
+  }
+  for (int i = 0; ml_isa_checked(i); ++i) {
+    INFO("isa_check.cpp checks " << ml_isa_checked(i));
+    bool row = false;
+    for (const Row& r : rows) row = row || std::strcmp(r.isa, ml_isa_checked(i)) == 0;
+    CHECK(row);
+  }
 }

@@ -2,7 +2,7 @@
 // build's chain that binds them itself (op name ends in "_<isa>"), each over matrices packed with
 // THAT ISA's ml_pack_params by ml_pack_matrix, held to spec/kernels.txt "Packed kernels":
 //   - matvec == the scalar row-major matvec: bit-exact with unit scales; with random scales
-//     bit-exact for the ISAs in kExactScaled (no FMA: the scalar float order), else within 1e-5
+//     bit-exact for the ISAs that declare pk_exact (no FMA: the scalar float order), else within 1e-5
 //     of the sum of the terms' magnitudes; rows outside [r0, r1) keep their guard bytes;
 //   - y[r] does not depend on which range [r0, r1) computed it (threads split rows);
 //   - matmul: each token's column == that ISA's packed matvec of the token, bit for bit, and
@@ -40,16 +40,15 @@ namespace kt_pk_none {
   inline constexpr ml_pack_params op##_pack{};
 ML_K_PK_OPS(ML_PK_NONE)
 #undef ML_PK_NONE
+// An ISA whose packed kernels keep the scalar kernel's float operations and order declares
+// `inline constexpr bool pk_exact = true` (its children inherit it); the others are held to 1e-5.
+inline constexpr bool pk_exact = false;
 }  // namespace kt_pk_none
 namespace ml::k::scalar {
 using namespace ::kt_pk_none;
 }  // namespace ml::k::scalar
 
 namespace {
-
-// ISAs whose packed kernels keep the scalar kernel's float operations and order (no FMA): their
-// matvec must be bit-exact with the scalar row-major matvec for any scales.
-const char* const kExactScaled[] = {"sse2", "sse41", "avx2", "avxvnni", "avx512vnni", "neon", "neon_dotprod", "neon_i8mm", "sve"};
 
 constexpr int kRows[] = {1, 3, 4, 7, 17, 64};
 constexpr int kCols[] = {32, 96, 256, 4096, 4128};  // 4128: 129 blocks, past one stack chunk of every tile
@@ -69,6 +68,7 @@ std::string S(int v) { return std::to_string(v); }
 // One ISA's packed ops as its namespace resolves them, and the layout it packs with.
 struct PkImpl {
   const char* isa;
+  bool exact;  // pk_exact: bit-exact with the scalar row-major matvec for any scales
   ml_pack_params pack;
   ml_k_matvec_q8_pk_fn* mv8;
   ml_k_matvec_q4_pk_fn* mv4;
@@ -84,8 +84,8 @@ std::vector<PkImpl> pk_impls() {
   if (kt::implements(ml::k::I::matvec_q8_pk_name, #I) || kt::implements(ml::k::I::matvec_q4_pk_name, #I) ||  \
       kt::implements(ml::k::I::matmul_q8_pk_name, #I) || kt::implements(ml::k::I::matmul_q4_pk_name, #I)) {  \
     const ml_pack_params& p = ml::k::I::pack;                                                                    \
-    PkImpl im{#I, p, &ml::k::I::matvec_q8_pk, &ml::k::I::matvec_q4_pk, &ml::k::I::matmul_q8_pk,                  \
-              &ml::k::I::matmul_q4_pk, ""};                                                                      \
+    PkImpl im{#I, ml::k::I::pk_exact, p, &ml::k::I::matvec_q8_pk, &ml::k::I::matvec_q4_pk,                      \
+              &ml::k::I::matmul_q8_pk, &ml::k::I::matmul_q4_pk, ""};                                             \
     for (const ml_pack_params* q : {&ml::k::I::matvec_q8_pk_pack, &ml::k::I::matvec_q4_pk_pack,                  \
                                     &ml::k::I::matmul_q8_pk_pack, &ml::k::I::matmul_q4_pk_pack})                 \
       if (!ml_pack_same_layout(*q, p))                                                                           \
@@ -112,12 +112,6 @@ std::vector<PkImpl> runnable_pk_impls() {
     out.push_back(im);
   }
   return out;
-}
-
-bool exact_scaled(const char* isa) {
-  for (const char* e : kExactScaled)
-    if (std::strcmp(e, isa) == 0) return true;
-  return false;
 }
 
 // Weight kinds. unit: random quants, scales 1 (results are exact integers); extreme: the largest
@@ -270,7 +264,7 @@ kt::Out run_matvec(bool q4, const PkImpl& im, Packed& P, const int8_t* xq, const
 
 void check_matvec_pk(const PkImpl& im, bool q4) {
   const char* op = q4 ? "matvec_q4_pk" : "matvec_q8_pk";
-  const bool exact = exact_scaled(im.isa);
+  const bool exact = im.exact;
   std::vector<ml_pack_params> packs{im.pack};
   if (im.pack.d16) {
     ml_pack_params f32_scales = im.pack;
