@@ -220,7 +220,7 @@ typedef struct ml_gen_stats {
  * (the browser's worker returns to its event loop after each).
  * ml_gen_start feeds the prompt at the session's next positions (continuing what it holds) and
  * sets up the sampler. Each ml_gen_next samples a token, feeds it (unless generation ends with
- * it) and sets *text/*len to the text it releases: whole UTF-8 characters, with anything that
+ * it) and sets *text and *len to the text it releases: whole UTF-8 characters, with anything that
  * may still become a stop string held back, and the text of a matched stop string never released.
  * *done becomes 1 on the last step; ml_gen_stats then says why. The text pointer is valid until
  * the next call. A sampled EOS, or the token that ends generation at max_tokens, is not fed. */

@@ -1,0 +1,107 @@
+// Helpers for the public-API tests: random models written through ml_convert_random, RAII
+// handles, and the path of the shared data. These tests see only krafla.h.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "krafla.h"
+
+namespace api {
+
+// A random model of a small shape, written once per process per name (the converter's seed makes
+// the bytes deterministic).
+inline std::string random_model(const std::string& name, int wtype = ML_DT_Q8, int dim = 64, int kv_heads = 2,
+                                int layers = 2, int vocab = 96, int max_seq = 256) {
+  const std::string path = "/tmp/krafla-api-" + std::to_string((long)getpid()) + "-" + name + ".mlb";
+  ml_convert_random_params p = ml_convert_random_defaults();
+  p.dim = dim;
+  p.hidden = dim * 3 / 2 / 32 * 32 + 32;
+  p.layers = layers;
+  p.heads = 4;
+  p.kv_heads = kv_heads;
+  p.vocab = vocab;
+  p.max_seq = max_seq;
+  p.wtype = wtype;
+  p.seed = 7;
+  p.out = path.c_str();
+  ml_error err;
+  const ml_status s = ml_convert_random(&p, &err);
+  INFO(err.msg);
+  REQUIRE(s == ML_OK);
+  return path;
+}
+
+inline std::string shared_dir() {
+  const char* s = std::getenv("KRAFLA_SHARED");
+  return s ? s : ML_SHARED_DIR_DEFAULT;
+}
+
+struct model {
+  ml_model* m = nullptr;
+  explicit model(const std::string& path, const ml_model_params* p = nullptr) {
+    ml_error err;
+    const ml_status s = ml_model_open(&m, path.c_str(), p, &err);
+    INFO(err.msg);
+    REQUIRE(s == ML_OK);
+  }
+  ~model() { ml_model_close(m); }
+  model(const model&) = delete;
+  model& operator=(const model&) = delete;
+};
+
+struct exec {
+  ml_exec* e = nullptr;
+  exec(const ml_model* m, int threads, int batch) {
+    ml_exec_params p{};
+    p.n_threads = threads;
+    p.batch = batch;
+    ml_error err;
+    const ml_status s = ml_exec_create(&e, m, &p, &err);
+    INFO(err.msg);
+    REQUIRE(s == ML_OK);
+  }
+  ~exec() { ml_exec_free(e); }
+  exec(const exec&) = delete;
+  exec& operator=(const exec&) = delete;
+};
+
+struct session {
+  ml_session* s = nullptr;
+  explicit session(const ml_model* m, int kv = ML_KV_F32, int ctx = 0) {
+    ml_session_params p{};
+    p.ctx = ctx;
+    p.kv = kv;
+    ml_error err;
+    const ml_status st = ml_session_create(&s, m, &p, &err);
+    INFO(err.msg);
+    REQUIRE(st == ML_OK);
+  }
+  ~session() { ml_session_free(s); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+};
+
+// Every position's logits of ids fed to a fresh session alone (one thread, one token per step).
+inline std::vector<std::vector<float>> solo_logits(const ml_model* m, const std::vector<int32_t>& ids, int kv) {
+  exec ex(m, 1, 1);
+  session s(m, kv);
+  std::vector<std::vector<float>> out;
+  const int vocab = ml_model_get_info(m).vocab_size;
+  auto cb = [](void* user, size_t, const float* l) {
+    auto* o = static_cast<std::pair<std::vector<std::vector<float>>*, int>*>(user);
+    o->first->emplace_back(l, l + o->second);
+    return 0;
+  };
+  std::pair<std::vector<std::vector<float>>*, int> u{&out, vocab};
+  ml_error err;
+  REQUIRE(ml_session_feed_all(ex.e, s.s, ids.data(), ids.size(), cb, &u, &err) == ML_OK);
+  return out;
+}
+
+}  // namespace api
