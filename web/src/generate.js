@@ -1,12 +1,26 @@
-// Generation and the benchmark, on the host's session: the loop of ml_engine_generate
-// (wasm/README.md) run one token per turn of the event loop, so that an abort lands between tokens.
+// Generation and the benchmark, on the host's session. The generation loop itself is the
+// engine's (ml_gen in src/engine/generate.cpp, through krafla_gen_* of wasm/README.md): it feeds
+// the prompt, samples, detokenizes into whole UTF-8 characters and applies the stop strings. This
+// file steps it one token per turn of the event loop, so that an abort lands between tokens.
 import { KraflaError } from './errors.js';
-import { StopFilter } from './stop.js';
+
+// The stop strings as krafla_gen_start takes them: UTF-8, each NUL-terminated, back to back.
+function encodeStops(stop) {
+  const list = (Array.isArray(stop) ? stop : [stop]).filter((x) => typeof x === 'string' && x.length > 0);
+  const enc = new TextEncoder();
+  const parts = list.map((x) => {
+    if (x.includes('\0')) throw new KraflaError('krafla: generate: a stop string contains a NUL character', 'arg');
+    return enc.encode(x);
+  });
+  const bytes = new Uint8Array(parts.reduce((a, b) => a + b.length + 1, 0));
+  let at = 0;
+  for (const b of parts) { bytes.set(b, at); at += b.length + 1; }
+  return { bytes, count: parts.length };
+}
 
 export async function generate(host, id, o) {
   const s = host.requireSession();
   const m = host.mod;
-  const info = host.info();
   const maxTokens = o.maxTokens ?? 256;
   const temperature = o.temperature ?? 1.0;
   const topP = o.topP ?? 0.9;
@@ -19,75 +33,68 @@ export async function generate(host, id, o) {
   seed = BigInt.asUintN(64, BigInt(seed));
   const seedLo = Number(seed & 0xffffffffn);
   const seedHi = Number(seed >> 32n);
+  const stops = encodeStops(o.stop ?? []);
 
   const ids = o.tokens ?? host.tokenize(String(o.prompt ?? ''), o.addBos ?? true);
   if (!ids.length) throw new KraflaError('krafla: generate: the prompt is empty (pass addBos: true or some text)', 'arg');
-  if (ids.length > info.ctx) throw new KraflaError(`krafla: generate: the prompt has ${ids.length} tokens, more than the context of ${info.ctx}`, 'arg');
-  if (m._krafla_sampler(s, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0) < 0) throw host.fail('krafla: generate');
 
-  // The loop of ml_engine_generate (wasm/README.md), one token per turn of the event loop.
-  const idp = m._malloc(Math.max(ids.length, 1) * 4);
-  const lenp = m._malloc(4);
-  // One event per token (its text may be empty: a BOS/EOS, a byte waiting for the rest of its
-  // character, text held back by a stop string).
-  let pending = '';
-  const stop = new StopFilter(o.stop ?? [], (text) => { pending += text; });
-  const emit = (n) => {
-    host.post({ type: 'event', id, event: { type: 'text', text: pending, n } });
-    pending = '';
-  };
+  const idp = m._malloc(ids.length * 4);
+  const stopp = m._malloc(Math.max(stops.bytes.length, 1));
+  const io = m._malloc(12); // [0] the text's length; [1] the sampled id (-1: none); [2] done
   const dec = new TextDecoder('utf-8');
+  // The engine releases whole UTF-8 characters, so each piece decodes on its own. Copied out
+  // (slice) first: TextDecoder refuses views of a shared (threaded builds') heap.
+  const textAt = (p) => dec.decode(host.pieceBytes(p, host.i32(io, 1)[0]));
+  // One event per sampled token (its text may be empty: a BOS/EOS, a byte waiting for the rest of
+  // its character, text held back as the possible start of a stop string), and one for text
+  // released without a token (held text at the end).
   let n = 0;
-  let reason = 'length';
+  const emit = (text) => host.post({ type: 'event', id, event: { type: 'text', text, n } });
   let wasmMs = 0;
   let t0 = 0;
-  let t1 = 0;
+  let st;
   try {
     host.i32(idp, ids.length).set(ids);
+    host.heap().set(stops.bytes, stopp);
     t0 = performance.now();
-    if (m._krafla_eval(s, idp, ids.length, 0) < 0) throw host.fail('krafla: generate');
-    t1 = performance.now();
-    let prev = ids[ids.length - 1];
-    let pos = ids.length;
-    while (n < maxTokens) {
-      if (host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) { reason = 'abort'; break; }
-      const a = performance.now();
-      const tok = m._krafla_sample(s);
-      ++n;
-      if (tok === info.eosId || tok === info.bosId) { wasmMs += performance.now() - a; reason = 'eos'; break; }
-      const p = m._krafla_piece(s, prev, tok, lenp);
-      const text = dec.decode(host.pieceBytes(p, host.i32(lenp, 1)[0]), { stream: true });
-      prev = tok;
-      let more = n < maxTokens;
-      if (more && pos >= info.ctx) { reason = 'context'; more = false; }
-      if (more) {
-        host.i32(idp, 1)[0] = tok;
-        if (m._krafla_eval(s, idp, 1, pos) < 0) throw host.fail('krafla: generate');
-        ++pos;
+    if (m._krafla_gen_start(s, 0, idp, ids.length, maxTokens, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0, 1,
+      stopp, stops.bytes.length, stops.count) < 0) throw host.fail('krafla: generate');
+    for (;;) {
+      if (host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) {
+        const p = m._krafla_gen_cancel(s, io);
+        const text = textAt(p);
+        if (text) emit(text);
+        break;
       }
+      const a = performance.now();
+      const p = m._krafla_gen_next(s, io, io + 4);
       wasmMs += performance.now() - a;
-      if (stop.push(text)) { reason = 'stop'; emit(n); break; }
-      emit(n);
-      if (!more) break;
+      if (!p) throw host.fail('krafla: generate');
+      const text = textAt(p);
+      const [tok, done] = host.i32(io + 4, 2);
+      if (tok >= 0) ++n;
+      if (tok >= 0 || text) emit(text);
+      if (done) break;
       await host.yieldNow();
     }
+    st = JSON.parse(m.UTF8ToString(m._krafla_gen_stats(s)));
   } finally {
-    m._free(lenp);
+    m._free(io);
+    m._free(stopp);
     m._free(idp);
   }
-  if (reason !== 'stop') stop.push(dec.decode());
-  stop.finish(reason === 'stop');
-  if (pending) emit(n);
   const t2 = performance.now();
+  // decodeSeconds is the time spent in krafla_gen_next (the engine's gen_seconds also counts the
+  // turns of the event loop between tokens).
   return {
-    promptTokens: ids.length,
-    generatedTokens: n,
-    promptSeconds: (t1 - t0) / 1000,
+    promptTokens: st.n_prompt,
+    generatedTokens: st.n_generated,
+    promptSeconds: st.prompt_seconds,
     decodeSeconds: wasmMs / 1000,
     wallSeconds: (t2 - t0) / 1000,
-    promptTokensPerSecond: t1 > t0 ? ids.length / ((t1 - t0) / 1000) : 0,
-    tokensPerSecond: wasmMs > 0 ? n / (wasmMs / 1000) : 0,
-    stopReason: reason,
+    promptTokensPerSecond: st.prompt_seconds > 0 ? st.n_prompt / st.prompt_seconds : 0,
+    tokensPerSecond: wasmMs > 0 ? st.n_generated / (wasmMs / 1000) : 0,
+    stopReason: st.stop_reason,
     seed: seed.toString(),
     build: host.build.name,
   };

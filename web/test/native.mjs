@@ -30,9 +30,9 @@ export function nativeMlb() {
   return out;
 }
 
-/** What `ml_run MODEL -p PROMPT -n N --temp 0` prints on stdout (the prompt's text, then the generated text). */
-export function nativeGreedy(prompt, n) {
-  return execFileSync(tool('ml_run'), [nativeMlb(), '-p', prompt, '-n', String(n), '--temp', '0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+/** What `ml_run MODEL -p PROMPT -n N --temp 0 [EXTRA...]` prints on stdout (the prompt's text, then the generated text). */
+export function nativeGreedy(prompt, n, extra = []) {
+  return execFileSync(tool('ml_run'), [nativeMlb(), '-p', prompt, '-n', String(n), '--temp', '0', ...extra], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
     .replace(/\n$/, '');
 }
 

@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
+import { Host } from '../src/host.js';
 import { checkpoint, nativeGreedy, nativeMlb, nativeSampled, slowModel, tokenizer, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
@@ -128,6 +129,52 @@ describe('one engine', () => {
     assert.equal(r.text, full.slice(0, full.indexOf('Lily')));
   });
 
+  test('a stop string spanning two tokens is cut exactly; the text that may start it is held back', async () => {
+    await k.load(nativeMlb());
+    const events = [];
+    const full = await k.complete(PROMPT, { temperature: 0, maxTokens: 100, onToken: (t) => events.push(t) });
+    assert.equal(events.length, 100);
+    // The last 2 characters of token i's text and the first 2 of token i + 1's, where that is the
+    // first place those 4 characters occur.
+    let i = 20, stop = '', cut = -1;
+    for (; i + 1 < events.length; ++i) {
+      if (events[i].text.length < 2 || events[i + 1].text.length < 2) continue;
+      stop = events[i].text.slice(-2) + events[i + 1].text.slice(0, 2);
+      cut = events.slice(0, i + 1).map((e) => e.text).join('').length - 2;
+      if (full.text.indexOf(stop) === cut) break;
+    }
+    assert.ok(i + 1 < events.length, 'no stop string spanning two tokens');
+    const got = [];
+    const r = await k.complete(PROMPT, { temperature: 0, maxTokens: 100, stop: ['never in this story', stop], onToken: (t) => got.push(t) });
+    assert.equal(r.text, full.text.slice(0, cut));
+    assert.equal(r.stats.stopReason, 'stop');
+    assert.equal(r.stats.generatedTokens, i + 2, 'generation ends at the token that completes the stop string');
+    // Token i's event lacks the 2 characters that may start the stop string; token i + 1's is empty.
+    assert.deepEqual(got.slice(-2), [{ n: i + 1, text: events[i].text.slice(0, -2) }, { n: i + 2, text: '' }]);
+    // Held text that turns out not to be a stop string is released: the whole text again.
+    const held = await k.complete(PROMPT, { temperature: 0, maxTokens: 100, stop: `${stop}\u0001` });
+    assert.equal(held.text, full.text);
+    assert.equal(held.stats.stopReason, 'length');
+  });
+
+  test('stop reasons eos and context come from the engine, as ml_run', async () => {
+    await k.load(nativeMlb());
+    // Greedy stories260K ends its story (EOS) before 500 tokens.
+    const eos = await run(k, PROMPT, { temperature: 0, maxTokens: 500 });
+    assert.equal(eos.stats.stopReason, 'eos');
+    assert.ok(eos.stats.generatedTokens < 500);
+    assert.equal(eos.text, nativeGreedy(PROMPT, 500));
+    // A context of 16 positions: the prompt's 5, then 12 generated (the last one is not fed).
+    await k.load(nativeMlb(), { ctx: 16 });
+    const ctx = await run(k, PROMPT, { temperature: 0, maxTokens: 100 });
+    assert.equal(ctx.stats.stopReason, 'context');
+    assert.equal(ctx.stats.promptTokens, 5);
+    assert.equal(ctx.stats.generatedTokens, 12);
+    assert.equal(ctx.text, nativeGreedy(PROMPT, 100, ['--ctx', '16']));
+    await assert.rejects(k.complete(`${PROMPT} `.repeat(4), { maxTokens: 5 }),
+      (e) => e.kind === 'arg' && /more than the 16 positions left of the context of 16/.test(e.message));
+  });
+
   test('abort takes effect within one token and leaves the engine ready', async () => {
     await k.load(slowModel()); // over 10 ms a token: the pieces reach us as they are made
     const ctl = new AbortController();
@@ -212,4 +259,36 @@ test('in-process mode (no worker) runs the same API', async () => {
   const r = await run(k, PROMPT, { temperature: 0, maxTokens: 50 });
   assert.equal(r.text, nativeGreedy(PROMPT, 50));
   k.terminate();
+});
+
+// The Host driven directly (as the worker does), its module's exports spied on.
+test('the worker steps the engine\'s loop: krafla_gen_* only, the stop strings and the stop reason are the engine\'s', async () => {
+  const events = [];
+  const host = new Host((m) => { if (m.type === 'event' && m.event.type === 'text') events.push(m.event); });
+  const build = builds.filter(runnable).find((b) => !b.endsWith('_mt'));
+  await host.op_init(0, { distUrl: new URL('../dist/', import.meta.url).href, build });
+  await host.op_load(0, { source: nativeMlb() });
+  const m = host.mod;
+  const calls = {};
+  for (const f of ['_krafla_gen_start', '_krafla_gen_next', '_krafla_gen_cancel', '_krafla_gen_stats', '_krafla_eval', '_krafla_sample', '_krafla_piece']) {
+    // Emscripten's export stubs replace themselves with the wasm function on their first call:
+    // the setter keeps the spy in place.
+    let real = m[f];
+    calls[f] = [];
+    const spy = (...a) => { calls[f].push(f === '_krafla_gen_start' ? [...a, m.HEAPU8.slice(a[11], a[11] + a[12])] : a); return real(...a); };
+    Object.defineProperty(m, f, { get: () => spy, set: (v) => { real = v; }, configurable: true });
+  }
+  const stats = await host.op_generate(1, { prompt: PROMPT, temperature: 0, maxTokens: 100, stop: ['Lily', 'dog'] });
+  assert.equal(calls._krafla_eval.length + calls._krafla_sample.length + calls._krafla_piece.length, 0, 'no JavaScript loop');
+  assert.equal(calls._krafla_gen_start.length, 1);
+  // The stop strings reach the engine as UTF-8, NUL-terminated, back to back.
+  const [, keep, , nIds, maxTokens, , , , , , atEos, , stopsBytes, nStops, stopText] = calls._krafla_gen_start[0];
+  assert.deepEqual([keep, nIds, maxTokens, atEos, stopsBytes, nStops], [0, 5, 100, 1, 9, 2]);
+  assert.equal(calls._krafla_gen_next.length, stats.generatedTokens, 'one krafla_gen_next per token');
+  assert.equal(events.length, stats.generatedTokens);
+  assert.equal(stats.stopReason, 'stop');
+  assert.ok(stats.generatedTokens < 100);
+  assert.ok(!events.map((e) => e.text).join('').includes('Lily'));
+  assert.equal(new TextDecoder().decode(stopText), 'Lily\0dog\0');
+  host.unload();
 });
