@@ -1,6 +1,7 @@
 // The C API of the WebAssembly module (krafla.mjs), for the JavaScript worker in web/. A thin
-// layer over src/engine/krafla.h that hands the generation loop to JavaScript one token at a
-// time, so the worker can post each piece and check for an abort between tokens.
+// layer over krafla.h (src/engine/include) that steps the engine's one generation loop
+// (ml_gen_next) one token per call, so the worker can post each piece and check for an abort
+// between tokens.
 // wasm/README.md is the contract; keep the two in step.
 //
 // Conventions: pointers are offsets into the wasm heap; every fallible call returns a negative

@@ -219,11 +219,13 @@ typedef struct ml_gen_stats {
 /* The one generation loop, one token per ml_gen_next, so that a caller can stop between tokens
  * (the browser's worker returns to its event loop after each).
  * ml_gen_start feeds the prompt at the session's next positions (continuing what it holds) and
- * sets up the sampler. Each ml_gen_next samples a token, feeds it (unless generation ends with
- * it) and sets *text and *len to the text it releases: whole UTF-8 characters, with anything that
- * may still become a stop string held back, and the text of a matched stop string never released.
- * *done becomes 1 on the last step; ml_gen_stats then says why. The text pointer is valid until
- * the next call. A sampled EOS, or the token that ends generation at max_tokens, is not fed. */
+ * sets up the sampler. Each ml_gen_next first feeds the token the previous call sampled (that is
+ * where a full context ends generation, with a last call that samples nothing), then samples the
+ * next token and sets *text and *len to the text it releases: whole UTF-8 characters, with
+ * anything that may still become a stop string held back, and the text of a matched stop string
+ * never released. *done becomes 1 on the last step; ml_gen_stats then says why. The text pointer
+ * is valid until the next call. The token that ends generation (EOS, a stop string, max_tokens)
+ * is never fed. */
 ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt,
                        const ml_gen_params* p, ml_error* err);
 ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err);
