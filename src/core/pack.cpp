@@ -9,18 +9,18 @@ bool ml_pack_sizes(int type, int rows, int cols, bool scales_f16, const ml_pack_
   const size_t g = (size_t)p->g;
   const size_t groups = ((size_t)rows + g - 1) / g;
   const size_t nb = (size_t)cols / ML_QK;
-  const size_t block_bytes = type == 3 ? 16 : 32;  // per row
+  const size_t block_bytes = type == ML_DT_Q4 ? 16 : 32;  // per row
   const size_t scale_bytes = p->d16 && scales_f16 ? 2 : 4;
   size_t padded_rows;
   return ml_mul(groups, g, &padded_rows) && ml_mul3(padded_rows, nb, block_bytes, q_bytes) &&
          ml_mul3(padded_rows, nb, scale_bytes, d_bytes);
 }
 
-void ml_pack_matrix(ml_qtensor* W, int type, const ml_pack_params* p, void* pq_out, void* pd_out) {
+void ml_pack_matrix(ml_qtensor* W, const ml_pack_params* p, void* pq_out, void* pd_out) {
   const int G = p->g;
   const int nb = W->cols / ML_QK;
   const int groups = (W->rows + G - 1) / G;
-  const bool q4 = type == 3;
+  const bool q4 = W->type == ML_DT_Q4;
   const int steps = q4 ? 4 : 8;
   const bool d16 = p->d16 && W->d_f16;
   uint8_t* pq = static_cast<uint8_t*>(pq_out);

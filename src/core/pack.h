@@ -44,14 +44,14 @@ constexpr bool ml_pack_same_layout(const ml_pack_params& a, const ml_pack_params
          a.q8_step_xor == b.q8_step_xor && a.q4_step_xor == b.q4_step_xor;
 }
 
-// Bytes of the packed quants and scales of a rows x cols matrix of type (2 Q8, 3 Q4); false on
-// overflow.
+// Bytes of the packed quants and scales of a rows x cols matrix of type (ML_DT_Q8 or ML_DT_Q4);
+// false on overflow.
 bool ml_pack_sizes(int type, int rows, int cols, bool scales_f16, const ml_pack_params* p, size_t* q_bytes,
                    size_t* d_bytes);
 
-// Writes W's packed copy into pq/pd (sized by ml_pack_sizes) and points W->pq/W->pd at them;
-// W->pd_f16 tells whether pd holds halves.
-void ml_pack_matrix(ml_qtensor* W, int type, const ml_pack_params* p, void* pq, void* pd);
+// Writes W's packed copy (of its type) into pq/pd (sized by ml_pack_sizes) and points W->pq/W->pd
+// at them; W->pd_f16 tells whether pd holds halves.
+void ml_pack_matrix(ml_qtensor* W, const ml_pack_params* p, void* pq, void* pd);
 
 // Q8 activations of several tokens: token t's n quants at q + t * n, its scales at d + t * n / 32.
 struct ml_qbatch {

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/half.h"
+#include "krafla_types.h"  // ml_dtype
 
 inline constexpr int ML_QK = 32;  // values per quantization block
 

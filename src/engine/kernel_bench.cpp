@@ -105,7 +105,7 @@ ml_status bench_packed(const reporter& out, matrix& m, bool q4, int rows, int co
   const ml_pack_params p = k::pack;
   if (!q4 && !p.pack_q8) return ML_OK;
   size_t qb = 0, db = 0;
-  if (!ml_pack_sizes(q4 ? 3 : 2, rows, cols, false, &p, &qb, &db)) return ML_OK;
+  if (!ml_pack_sizes(q4 ? ML_DT_Q4 : ML_DT_Q8, rows, cols, false, &p, &qb, &db)) return ML_OK;
   buf<uint8_t> pq, pd;
   buf<float> y;
   buf<int8_t> bq;
@@ -113,7 +113,7 @@ ml_status bench_packed(const reporter& out, matrix& m, bool q4, int rows, int co
   if (!pq.alloc(qb) || !pd.alloc(db) || !y.alloc((size_t)rows * kMatmulTokens) ||
       !bq.alloc((size_t)cols * kMatmulTokens) || !bd.alloc((size_t)cols / 32 * kMatmulTokens))
     return ml_fail(err, ML_E_NOMEM, "kernel benchmark: cannot allocate the packed %d x %d matrix", rows, cols);
-  ml_pack_matrix(&m.t, q4 ? 3 : 2, &p, pq.p, pd.p);
+  ml_pack_matrix(&m.t, &p, pq.p, pd.p);
   ml_qact a;
   a.q = xq;
   a.d = xd;

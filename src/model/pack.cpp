@@ -174,7 +174,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
       ml_pack_sizes(W->type, W->rows, W->cols, W->d_f16, p, &qb, &db);
       std::memset(mem + at, 0, lay.q_off - at);
       std::memset(mem + lay.q_off + qb, 0, lay.d_off - (lay.q_off + qb));
-      ml_pack_matrix(W, W->type, p, mem + lay.q_off, mem + lay.d_off);
+      ml_pack_matrix(W, p, mem + lay.q_off, mem + lay.d_off);
     }
     release_original(m, W);
     at = lay.end;

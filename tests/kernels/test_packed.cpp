@@ -172,7 +172,7 @@ struct Packed {
   ml_qtensor W;
   static size_t qbytes(const Matrix& m, const ml_pack_params& p, bool want_q) {
     size_t q = 0, d = 0;
-    REQUIRE(ml_pack_sizes(m.q4 ? 3 : 2, m.rows, m.cols, m.f16, &p, &q, &d));
+    REQUIRE(ml_pack_sizes(m.q4 ? ML_DT_Q4 : ML_DT_Q8, m.rows, m.cols, m.f16, &p, &q, &d));
     return want_q ? q : d;
   }
   Packed(const Matrix& m, const ml_pack_params& p)
@@ -181,9 +181,10 @@ struct Packed {
     W.q = m.q4 ? (const void*)q4b.data() : (const void*)q8.data();
     W.d = m.f16 ? (const void*)d16.data() : (const void*)d.data();
     W.d_f16 = m.f16;
+    W.type = m.q4 ? ML_DT_Q4 : ML_DT_Q8;
     W.rows = m.rows;
     W.cols = m.cols;
-    ml_pack_matrix(&W, m.q4 ? 3 : 2, &p, pq.data(), pd.data());
+    ml_pack_matrix(&W, &p, pq.data(), pd.data());
   }
   Packed(const Packed&) = delete;
   Packed& operator=(const Packed&) = delete;
