@@ -143,7 +143,7 @@ int bench_model(const model_opts& o) {
                                           std::to_string(info.ctx));
   if (ml_exec_create(&h.exec, h.model, &ep, &err) != ML_OK) return ml::cli::report(PROG, err);
   ml_session_params sp{};
-  sp.ctx = o.sessions > 1 ? o.prefill + o.decode : 0;  // many sessions: caches just large enough
+  sp.ctx = o.prefill + o.decode;  // caches just large enough (the time does not depend on it)
   for (int s = 0; s < o.sessions; ++s) {
     h.sessions.push_back(nullptr);
     if (ml_session_create(&h.sessions.back(), h.model, &sp, &err) != ML_OK) return ml::cli::report(PROG, err);
