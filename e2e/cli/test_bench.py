@@ -66,6 +66,26 @@ class Bench(unittest.TestCase):
         for col in ("prefill tok/s", "decode tok/s"):
             self.assertGreater(float(rows[0][header.index(col)]), 0.0, out)
 
+    def test_sessions(self):
+        """--sessions N: a second row for N sessions stepped together, their aggregate tokens,
+        and the memory footnote (sessions hold their caches, not the weights)."""
+        m = h.random_model(ENV, "rand_q8_f32.mlb")
+        out = h.run([ENV.exe("ml_bench"), "--reps", "1", "--model", m, "--prefill", "8", "-n", "8", "--sessions", "3"],
+                    timeout=900)[1]
+        header, rows = header_and_rows(out, "model")
+        self.assertEqual(len(rows), 2, out)
+        col = header.index("sessions")
+        self.assertEqual([r[col] for r in rows], ["1", "3"])
+        self.assertEqual(rows[1][header.index("decode tokens")], "24")
+        self.assertEqual(rows[1][header.index("prefill tokens")], "24")
+        for r in rows:
+            self.assertGreater(float(r[header.index("decode tok/s")]), 0.0, out)
+        self.assertRegex(out, r"3 sessions together: decode [0-9.]+x, prefill [0-9.]+x")
+        self.assertRegex(out, r"with 3 sessions [0-9]+ MiB \([0-9.]+ MiB each")
+        rc, _, err = h.run([ENV.exe("ml_bench"), "--model", m, "--sessions", "0"], check=False)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--sessions", err)
+
 
 def main():
     global ENV, ISA

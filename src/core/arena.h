@@ -29,6 +29,18 @@ ml_status ml_arena_take(ml_arena* a, size_t count, T** out, ml_error* err) {
   return s;
 }
 
+// A [rows][cols] array of T (the product overflow-checked): the buffers of one token or one
+// position each, for a batch or a context.
+template <class T>
+ml_status ml_arena_take2(ml_arena* a, size_t rows, size_t cols, T** out, ml_error* err) {
+  if (cols != 0 && rows > (size_t)-1 / cols) {
+    a->overflow = true;
+    *out = nullptr;
+    return ml_fail(err, ML_E_NOMEM, "arena: %zu x %zu values overflow the address space", rows, cols);
+  }
+  return ml_arena_take(a, rows * cols, out, err);
+}
+
 // Allocates the planned size (a->used) and rewinds for the real pass. Zero-fills the memory.
 ml_status ml_arena_alloc(ml_arena* a, ml_error* err);
 

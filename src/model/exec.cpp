@@ -7,12 +7,6 @@
 namespace {
 
 // A [rows][cols] buffer of T from the arena, overflow-checked.
-template <class T>
-ml_status take2(ml_arena* a, size_t rows, size_t cols, T** out, ml_error* err) {
-  size_t n;
-  if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "executor: %zu x %zu values overflow", rows, cols);
-  return ml_arena_take(a, n, out, err);
-}
 
 // One pass over every buffer: with a null arena base it only adds up the sizes.
 ml_status carve(ml_exec* e, const ml_model* m, ml_error* err) {
@@ -20,28 +14,28 @@ ml_status carve(ml_exec* e, const ml_model* m, ml_error* err) {
   ml_arena* a = &e->arena;
   const size_t B = (size_t)e->p.max_batch, T = (size_t)e->p.n_threads, ctx = (size_t)m->ctx;
   const size_t act_n = (size_t)std::max({c.dim, c.q_dim, c.hidden_dim});
-  ML_TRY(take2(a, B, c.dim, &e->x, err));
-  ML_TRY(take2(a, B, std::max(c.dim, c.q_dim), &e->xb, err));
-  ML_TRY(take2(a, B, c.dim, &e->xb2, err));
-  ML_TRY(take2(a, B, c.q_dim, &e->q, err));
-  ML_TRY(take2(a, B, c.kv_dim, &e->k, err));
-  ML_TRY(take2(a, B, c.kv_dim, &e->v, err));
-  ML_TRY(take2(a, B, c.hidden_dim, &e->hb, err));
-  ML_TRY(take2(a, B, c.hidden_dim, &e->hb2, err));
-  ML_TRY(take2(a, B, act_n, &e->act_q, err));
-  ML_TRY(take2(a, B, act_n / ML_QK, &e->act_d, err));
-  ML_TRY(take2(a, B, c.vocab_size, &e->logits, err));
-  ML_TRY(take2(a, B, 1, &e->caches, err));
-  ML_TRY(take2(a, B, 1, &e->step_tokens, err));
-  ML_TRY(take2(a, B, 1, &e->step_sessions, err));
-  ML_TRY(take2(a, B, 1, &e->step_pos, err));
-  ML_TRY(take2(a, B, 1, &e->step_logits, err));
+  ML_TRY(ml_arena_take2(a, B, c.dim, &e->x, err));
+  ML_TRY(ml_arena_take2(a, B, std::max(c.dim, c.q_dim), &e->xb, err));
+  ML_TRY(ml_arena_take2(a, B, c.dim, &e->xb2, err));
+  ML_TRY(ml_arena_take2(a, B, c.q_dim, &e->q, err));
+  ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->k, err));
+  ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->v, err));
+  ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb, err));
+  ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb2, err));
+  ML_TRY(ml_arena_take2(a, B, act_n, &e->act_q, err));
+  ML_TRY(ml_arena_take2(a, B, act_n / ML_QK, &e->act_d, err));
+  ML_TRY(ml_arena_take2(a, B, c.vocab_size, &e->logits, err));
+  ML_TRY(ml_arena_take2(a, B, 1, &e->caches, err));
+  ML_TRY(ml_arena_take2(a, B, 1, &e->step_tokens, err));
+  ML_TRY(ml_arena_take2(a, B, 1, &e->step_sessions, err));
+  ML_TRY(ml_arena_take2(a, B, 1, &e->step_pos, err));
+  ML_TRY(ml_arena_take2(a, B, 1, &e->step_logits, err));
   const size_t group = (size_t)(c.n_heads / c.n_kv_heads);
   size_t per_thread;
   if (!ml_mul(group, ctx, &per_thread)) return ml_fail(err, ML_E_NOMEM, "executor: attention scratch overflows");
-  ML_TRY(take2(a, T, per_thread, &e->attn.scores, err));
-  ML_TRY(take2(a, T, group * (size_t)c.head_dim, &e->attn.qq, err));
-  ML_TRY(take2(a, T, group, &e->attn.qd, err));
+  ML_TRY(ml_arena_take2(a, T, per_thread, &e->attn.scores, err));
+  ML_TRY(ml_arena_take2(a, T, group * (size_t)c.head_dim, &e->attn.qq, err));
+  ML_TRY(ml_arena_take2(a, T, group, &e->attn.qd, err));
   e->attn.ctx = m->ctx;
   return ML_OK;
 }

@@ -4,20 +4,13 @@
 
 namespace {
 
-template <class T>
-ml_status take2(ml_arena* a, size_t rows, size_t cols, T** out, ml_error* err) {
-  size_t n;
-  if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "session: %zu x %zu values overflow", rows, cols);
-  return ml_arena_take(a, n, out, err);
-}
-
 // One pass over every buffer: with a null arena base it only adds up the sizes.
 ml_status carve(ml_session* s, const ml_config& c, ml_error* err) {
   ml_arena* a = &s->arena;
   const size_t ctx = (size_t)s->p.ctx;
   ML_TRY(ml_arena_take(a, (size_t)c.n_layers, &s->layers, err));
-  ML_TRY(take2(a, ctx, 1, &s->tokens, err));
-  ML_TRY(take2(a, (size_t)c.vocab_size, 1, &s->logits, err));
+  ML_TRY(ml_arena_take2(a, ctx, 1, &s->tokens, err));
+  ML_TRY(ml_arena_take2(a, (size_t)c.vocab_size, 1, &s->logits, err));
   void* scratch = nullptr;
   ML_TRY(ml_arena_take(a, ml_sampler_scratch_bytes(c.vocab_size), 1, &scratch, err));
   s->sampler_scratch = scratch;
@@ -33,8 +26,8 @@ ml_status carve(ml_session* s, const ml_config& c, ml_error* err) {
     ML_TRY(ml_arena_take(a, rows, elem, &L.k, err));
     ML_TRY(ml_arena_take(a, rows, elem, &L.v, err));
     if (s->p.kv == ML_KV_Q8) {
-      ML_TRY(take2(a, ctx, (size_t)c.n_kv_heads, &L.k_scale, err));
-      ML_TRY(take2(a, ctx, (size_t)c.n_kv_heads, &L.v_scale, err));
+      ML_TRY(ml_arena_take2(a, ctx, (size_t)c.n_kv_heads, &L.k_scale, err));
+      ML_TRY(ml_arena_take2(a, ctx, (size_t)c.n_kv_heads, &L.v_scale, err));
     }
     if (s->layers) s->layers[l] = L;
   }
