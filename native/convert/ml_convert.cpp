@@ -3,7 +3,9 @@
 //   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE] -o OUT.mlb
-// Exit codes: 0 ok (and --help), 2 bad usage or bad input contents, 1 I/O and other failures.
+// Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
+// file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
+// Killed by a signal while writing, it removes its temporary file and dies of that signal.
 // Every message goes to stderr, prefixed "ml_convert: ". The converting is src/convert
 // (ml_convert_lib), which reports out-of-memory as ML_E_NOMEM like every other failure.
 #include <string>
@@ -18,6 +20,7 @@ int wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
 }  // namespace
 
 int ml_main(int argc, char** argv) {
+  ml_install_cleanup_handlers();  // SIGTERM/SIGINT mid-conversion removes OUT.mlb.tmp.<pid>
   CLI::App app{"Converts models to krafla's .mlb format.", "ml_convert"};
   app.require_subcommand(1);
 

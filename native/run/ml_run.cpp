@@ -27,9 +27,18 @@ int on_token(void* /*user*/, int32_t /*id*/, const char* piece, size_t len, int 
   return 0;
 }
 
+// --dump-logits: one float32 row per position into the output; the first error stops the feed.
+struct logits_out {
+  ml_output* out;
+  size_t vocab;
+  ml_error err;
+  bool failed;
+};
+
 int write_row(void* user, size_t /*index*/, const float* logits) {
-  auto* w = static_cast<std::pair<FILE*, size_t>*>(user);
-  return std::fwrite(logits, sizeof(float), w->second, w->first) != w->second;
+  auto* w = static_cast<logits_out*>(user);
+  w->failed = ml_output_write(w->out, logits, w->vocab * sizeof(float), &w->err) != ML_OK;
+  return w->failed ? 1 : 0;
 }
 
 // The model, the executor and the one session ml_run drives.
@@ -44,28 +53,29 @@ struct engine {
   }
 };
 
-// Feeds the prompt (in batches) and writes each position's logits (float32 rows).
-int dump_logits(const engine& e, const std::vector<int32_t>& ids, const std::string& path) {
+// Feeds the prompt (in batches) and writes each position's logits (float32 rows) to path, through
+// a temporary file renamed into place only when complete (krafla.h, "Output files"). The output
+// is checked before anything runs: not the model, not the tokenizer, not a device or a directory.
+int dump_logits(const engine& e, const std::vector<int32_t>& ids, const options& o) {
   const ml_model_info info = ml_model_get_info(e.model);
   const int ctx = ml_session_ctx(e.session);
   if (ids.size() > (size_t)ctx)
     return ml::cli::usage_error(PROG, "--dump-logits: " + std::to_string(ids.size()) +
                                           " tokens do not fit the context of " + std::to_string(ctx));
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) {
-    std::perror((std::string(PROG) + ": --dump-logits " + path).c_str());
-    return ml::cli::EXIT_FAILURE_;
-  }
+  const char* inputs[2] = {o.model.c_str(), o.tokenizer.empty() ? nullptr : o.tokenizer.c_str()};
+  logits_out w{nullptr, (size_t)info.vocab_size, ml_error{}, false};
   ml_error err;
-  std::pair<FILE*, size_t> w{f, (size_t)info.vocab_size};
+  if (ml_output_open(&w.out, o.dump_logits.c_str(), inputs, 2, &err) != ML_OK)
+    return ml::cli::report(PROG, err);
   if (ml_session_feed_all(e.exec, e.session, ids.data(), ids.size(), write_row, &w, &err) != ML_OK) {
-    std::fclose(f);
+    ml_output_discard(w.out);
     return ml::cli::report(PROG, err);
   }
-  if (std::ferror(f) || std::fclose(f) != 0) {
-    std::fprintf(stderr, "%s: --dump-logits: writing %s failed\n", PROG, path.c_str());
-    return ml::cli::EXIT_FAILURE_;
+  if (w.failed) {
+    ml_output_discard(w.out);
+    return ml::cli::report(PROG, w.err);
   }
+  if (ml_output_commit(w.out, &err) != ML_OK) return ml::cli::report(PROG, err);
   return ml::cli::EXIT_OK;
 }
 
@@ -113,6 +123,7 @@ int check_values(const options& o) {
 }  // namespace
 
 int ml_main(int argc, char** argv) {
+  ml_install_cleanup_handlers();  // a killed --dump-logits (or pack cache write) leaves no temporary file
   options o;
   CLI::App app{"ml_run: generate text with a krafla model (.mlb), or dump its logits for a prompt", PROG};
   app.add_option("model", o.model, "model file (.mlb, from ml_convert)")->required();
@@ -178,7 +189,7 @@ int ml_main(int argc, char** argv) {
       return ml::cli::usage_error(PROG, "--tokens: id " + std::to_string(id) + " is outside the vocabulary 0.." +
                                             std::to_string(info.vocab_size - 1));
 
-  if (!o.dump_logits.empty()) return dump_logits(e, ids, o.dump_logits);
+  if (!o.dump_logits.empty()) return dump_logits(e, ids, o);
   if (ids.size() > (size_t)ctx)
     return ml::cli::usage_error(PROG, "the prompt has " + std::to_string(ids.size()) +
                                           " tokens, more than the context of " + std::to_string(ctx));

@@ -1,5 +1,6 @@
 #include "core/file.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,43 @@
 #endif
 
 namespace {
+
+// The open inputs: a fixed table under a spinlock (files are opened a few at a time, never in a
+// hot path). A file opened while the table is full is simply not listed.
+constexpr int MAX_INPUTS = 32;
+constexpr size_t INPUT_PATH = 512;
+struct input_entry {
+  bool used;
+  unsigned long long dev, ino;
+  char path[INPUT_PATH];
+};
+input_entry g_inputs[MAX_INPUTS];
+std::atomic_flag g_inputs_lock = ATOMIC_FLAG_INIT;
+
+struct inputs_guard {
+  inputs_guard() { while (g_inputs_lock.test_and_set(std::memory_order_acquire)) {} }
+  ~inputs_guard() { g_inputs_lock.clear(std::memory_order_release); }
+};
+
+int add_input(const struct stat& st, const char* path) {
+  inputs_guard g;
+  for (int i = 0; i < MAX_INPUTS; ++i) {
+    input_entry& e = g_inputs[i];
+    if (e.used) continue;
+    e.used = true;
+    e.dev = (unsigned long long)st.st_dev;
+    e.ino = (unsigned long long)st.st_ino;
+    std::snprintf(e.path, sizeof e.path, "%s", path);
+    return i;
+  }
+  return -1;
+}
+
+void remove_input(int slot) {
+  if (slot < 0 || slot >= MAX_INPUTS) return;
+  inputs_guard g;
+  g_inputs[slot].used = false;
+}
 
 ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* err) {
   const size_t cap = size == 0 ? 64 : (size + 63) / 64 * 64;
@@ -39,13 +77,22 @@ ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* 
 
 ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
   *f = ml_file{};
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, before fstat
+  // could refuse it. It is cleared again for the regular file that remains.
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return ml_fail(err, ML_E_IO, "%s: cannot open: %s", path, std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
     ::close(fd);
-    return ml_fail(err, ML_E_IO, "%s: not a regular file", path);
+    return ml_fail(err, ML_E_IO, "%s: cannot stat: %s", path, std::strerror(e));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ml_fail(err, ML_E_ARG, "%s: is %s, not a regular file", path, ml_file_kind(st.st_mode));
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   if ((unsigned long long)st.st_size > (unsigned long long)SIZE_MAX) {
     ::close(fd);
     return ml_fail(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space", path, (long long)st.st_size);
@@ -60,12 +107,14 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
       f->size = size;
       f->mapped = true;
       ::close(fd);
+      f->input_slot = add_input(st, path);
       return ML_OK;
     }
   }
 #endif
   s = read_all(fd, path, size, f, err);
   ::close(fd);
+  if (s == ML_OK) f->input_slot = add_input(st, path);
   return s;
 }
 
@@ -74,6 +123,7 @@ void ml_file_borrow(ml_file* f, const void* data, size_t size) {
   f->size = size;
   f->mapped = false;
   f->borrowed = true;
+  f->input_slot = -1;
 }
 
 void ml_file_release(const ml_file* f, size_t offset, size_t len) {
@@ -89,6 +139,7 @@ void ml_file_release(const ml_file* f, size_t offset, size_t len) {
 }
 
 void ml_file_close(ml_file* f) {
+  remove_input(f->input_slot);
   if (f->data && !f->borrowed) {
 #if !ML_NO_MMAP
     if (f->mapped) ::munmap(const_cast<uint8_t*>(f->data), f->size);
@@ -97,4 +148,25 @@ void ml_file_close(ml_file* f) {
       std::free(const_cast<uint8_t*>(f->data));
   }
   *f = ml_file{};
+}
+
+const char* ml_file_kind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "a special file";
+}
+
+bool ml_file_find_input(unsigned long long dev, unsigned long long ino, char* path, size_t cap) {
+  inputs_guard g;
+  for (const input_entry& e : g_inputs) {
+    if (!e.used || e.dev != dev || e.ino != ino) continue;
+    if (cap > 0) std::snprintf(path, cap, "%s", e.path);
+    return true;
+  }
+  return false;
 }

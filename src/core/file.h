@@ -1,5 +1,8 @@
 // A whole file, read-only in memory: mapped with mmap, or read into one 64-byte-aligned buffer
 // when built with ML_NO_MMAP (the WebAssembly build) or when mapping fails.
+// Only regular files are inputs: a FIFO, a device, a socket or a directory is refused (ML_E_ARG)
+// without blocking. Every file open here is listed (device and inode, path) until it is closed,
+// so that an output (core/out_file.h) can refuse to replace a file the process is reading.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,9 +14,11 @@ struct ml_file {
   size_t size = 0;
   bool mapped = false;    // true: munmap on close
   bool borrowed = false;  // true: the caller owns data; close does not free it
+  int input_slot = -1;    // its entry in the list of open inputs, or -1
 };
 
-// Opens path. Fails with ML_E_IO naming the path and the OS error.
+// Opens path. Fails with ML_E_IO naming the path and the OS error, or ML_E_ARG when path is not a
+// regular file (it names the path and what it is).
 ml_status ml_file_open(ml_file* f, const char* path, ml_error* err);
 
 // Wraps a caller-owned buffer (the wasm loader passes bytes it received); close does not free it.
@@ -24,3 +29,10 @@ void ml_file_borrow(ml_file* f, const void* data, size_t size);
 void ml_file_release(const ml_file* f, size_t offset, size_t len);
 
 void ml_file_close(ml_file* f);
+
+// "a directory", "a FIFO", "a character device", ... for a stat mode that is not a regular file.
+const char* ml_file_kind(unsigned mode);
+
+// When a file with this device and inode is open through ml_file_open, copies its path (as it
+// was opened, truncated to cap bytes) to path and returns true.
+bool ml_file_find_input(unsigned long long dev, unsigned long long ino, char* path, size_t cap);

@@ -2,18 +2,19 @@
 // the directory right after it (dir_offset = 256), every array (quants, then scales) starting at
 // a multiple of 64 in the order given, then the tokenizer section (also 64-aligned) last; gaps
 // are zero bytes and file_size is the exact length. Every offset and size is overflow-checked.
-// The file is written to "<path>.tmp.<pid>" and renamed over path only once it is complete;
-// on any failure the temporary file is removed and ML_E_IO names the path and the OS error.
+// The file goes through core/out_file.h: written to "<path>.tmp.<pid>" and renamed over path
+// only once it is complete and fsync'd; on any failure (or SIGTERM/SIGINT once the program called
+// ml_cleanup_install) the temporary file is removed and ML_E_IO names the path and the OS error.
+// path must be a regular file or a new path, and not a file the process has open as an input
+// (the checkpoint, the tokenizer): ML_E_ARG, before anything is written.
 #include "model/format_write.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "core/checked.h"
+#include "core/out_file.h"
 
 namespace {
 
@@ -95,25 +96,17 @@ ml_status layout(const char* path, ml_mlb_header* hdr, const ml_mlb_tensor_src* 
   return ML_OK;
 }
 
-// fwrite that reports failure with errno set (EIO when the C library left it alone).
-bool write_bytes(FILE* f, const void* p, size_t n) {
-  errno = 0;
-  if (n == 0 || std::fwrite(p, 1, n, f) == n) return true;
-  if (errno == 0) errno = EIO;
-  return false;
-}
-
 // Writes zeros from *pos up to offset, then n bytes of p; *pos follows.
-bool write_at(FILE* f, uint64_t* pos, uint64_t offset, const void* p, uint64_t n) {
+ml_status write_at(ml_out_file* f, uint64_t* pos, uint64_t offset, const void* p, uint64_t n, ml_error* err) {
   static const uint8_t zeros[ML_MLB_ALIGN] = {0};
   while (*pos < offset) {
     const uint64_t k = offset - *pos < ML_MLB_ALIGN ? offset - *pos : ML_MLB_ALIGN;
-    if (!write_bytes(f, zeros, (size_t)k)) return false;
+    ML_TRY(ml_out_write(f, zeros, (size_t)k, err));
     *pos += k;
   }
-  if (!write_bytes(f, p, (size_t)n)) return false;
+  ML_TRY(ml_out_write(f, p, (size_t)n, err));
   *pos += n;
-  return true;
+  return ML_OK;
 }
 
 }  // namespace
@@ -131,22 +124,25 @@ ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_te
   hdr.dir_offset = ML_MLB_HEADER_SIZE;
   ML_TRY(layout(path, &hdr, tensors, n_tensors, tokenizer != nullptr, tokenizer_size, err));
 
-  char tmp[4096];
-  const int len = std::snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  if (len < 0 || (size_t)len >= sizeof tmp) return ml_fail(err, ML_E_IO, "%s: path too long", path);
-  FILE* f = std::fopen(tmp, "wb");
-  if (!f) return ml_fail(err, ML_E_IO, "cannot create %s: %s", tmp, std::strerror(errno));
+  // The output is big (up to the whole model): on the heap, not the stack.
+  ml_out_file* f = new (std::nothrow) ml_out_file;
+  if (!f) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the output", path);
+  ml_status s = ml_out_open(f, path, nullptr, 0, err);
+  if (s != ML_OK) {
+    delete f;
+    return s;
+  }
 
   uint64_t at = 0;  // bytes written so far
   uint8_t buf[ML_MLB_HEADER_SIZE];
   ml_mlb_encode_header(&hdr, buf);
-  bool ok = write_at(f, &at, 0, buf, ML_MLB_HEADER_SIZE);
+  s = write_at(f, &at, 0, buf, ML_MLB_HEADER_SIZE, err);
 
   // The directory, then the arrays in order. Each entry is recomputed one at a time, so the
   // writer needs no allocation; layout() above already validated every entry.
   for (size_t pass = 0; pass < 2; ++pass) {
     uint64_t pos = (uint64_t)ML_MLB_HEADER_SIZE + (uint64_t)n_tensors * ML_MLB_DIR_ENTRY_SIZE;
-    for (size_t i = 0; ok && i < n_tensors; ++i) {
+    for (size_t i = 0; s == ML_OK && i < n_tensors; ++i) {
       ml_mlb_tensor t = tensors[i].t;
       tensor_sizes(&tensors[i], i, hdr.scale_type, &t.data_size, &t.scale_size, nullptr);
       align64(pos, &t.data_offset);
@@ -161,27 +157,23 @@ ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_te
       if (pass == 0) {
         uint8_t e[ML_MLB_DIR_ENTRY_SIZE];
         ml_mlb_encode_tensor(&t, e);
-        ok = write_at(f, &at, ML_MLB_HEADER_SIZE + (uint64_t)i * ML_MLB_DIR_ENTRY_SIZE, e, ML_MLB_DIR_ENTRY_SIZE);
+        s = write_at(f, &at, ML_MLB_HEADER_SIZE + (uint64_t)i * ML_MLB_DIR_ENTRY_SIZE, e, ML_MLB_DIR_ENTRY_SIZE, err);
       } else {
-        ok = write_at(f, &at, t.data_offset, tensors[i].data, t.data_size);
-        if (ok && is_quant(t.type)) ok = write_at(f, &at, t.scale_offset, tensors[i].scales, t.scale_size);
+        s = write_at(f, &at, t.data_offset, tensors[i].data, t.data_size, err);
+        if (s == ML_OK && is_quant(t.type)) s = write_at(f, &at, t.scale_offset, tensors[i].scales, t.scale_size, err);
       }
     }
   }
-  if (ok && tokenizer) {
+  if (s == ML_OK && tokenizer) {
     const uint8_t head[8] = {1, 0, 0, 0, 0, 0, 0, 0};  // kind 1 (llama2.c tokenizer.bin), reserved 0
-    ok = write_at(f, &at, hdr.tokenizer_offset, head, 8) && write_at(f, &at, at, tokenizer, tokenizer_size);
+    s = write_at(f, &at, hdr.tokenizer_offset, head, 8, err);
+    if (s == ML_OK) s = write_at(f, &at, at, tokenizer, tokenizer_size, err);
   }
-
-  int e = ok ? 0 : (errno ? errno : EIO);
-  if (!e && at != hdr.file_size) e = EIO;  // cannot happen unless the layout passes disagree
-  if (!e && std::fflush(f) != 0) e = errno ? errno : EIO;
-  if (!e && fsync(fileno(f)) != 0) e = errno ? errno : EIO;
-  if (std::fclose(f) != 0 && !e) e = errno ? errno : EIO;
-  if (!e && std::rename(tmp, path) != 0) e = errno ? errno : EIO;
-  if (e) {
-    std::remove(tmp);
-    return ml_fail(err, ML_E_IO, "cannot write %s: %s", path, std::strerror(e));
-  }
-  return ML_OK;
+  if (s == ML_OK && at != hdr.file_size)  // cannot happen unless the layout passes disagree
+    s = ml_fail(err, ML_E_IO, "cannot write %s: wrote %llu bytes, the layout says %llu", path,
+                (unsigned long long)at, (unsigned long long)hdr.file_size);
+  if (s == ML_OK) s = ml_out_commit(f, err);
+  ml_out_discard(f);  // a no-op after a commit
+  delete f;
+  return s;
 }

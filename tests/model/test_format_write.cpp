@@ -277,12 +277,14 @@ TEST_CASE("ml_mlb_write replaces an existing file only when it succeeds", "[form
     CHECK(msg.find(missing.string()) != std::string::npos);
     CHECK(msg.find("No such file or directory") != std::string::npos);
   }
-  SECTION("a failed rename removes the temporary file") {
-    fs::create_directories(path / "occupied");  // a non-empty directory cannot be replaced by a file
+  SECTION("a directory as the target is refused before anything is written") {
+    fs::create_directories(path / "occupied");
     const ml_mlb_tensor_src a = make("a", ML_DT_Q8, ML_SCALE_F32, 1, 64, q, &s);
-    CHECK(ml_mlb_write(path.c_str(), &h, &a, 1, nullptr, 0, &err) == ML_E_IO);
+    CHECK(ml_mlb_write(path.c_str(), &h, &a, 1, nullptr, 0, &err) == ML_E_ARG);
     CHECK(std::string(err.msg).find(path.string()) != std::string::npos);
+    CHECK(std::string(err.msg).find("a directory") != std::string::npos);
     CHECK(dir.count() == 1);  // only the directory itself
+    CHECK(fs::is_directory(path / "occupied"));
   }
 }
 

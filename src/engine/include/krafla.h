@@ -291,6 +291,30 @@ typedef void (*ml_kernel_bench_cb)(void* user, const ml_kernel_bench_row* row);
  * matmul, quantize_q8) at spec/testing.txt's shapes, reps repetitions of at least min_seconds. */
 ml_status ml_bench_kernels(int reps, double min_seconds, ml_kernel_bench_cb cb, void* user, ml_error* err);
 
+/* ---- Output files -------------------------------------------------------------------------- */
+
+/* A file being written safely: to a temporary file in the target's directory, fsync'd and renamed
+ * over the target only by ml_output_commit, so a failure never leaves a partial file and the
+ * target is untouched unless the whole file was written. ml_output_open refuses (ML_E_ARG, before
+ * anything is created) a target that exists and is not a regular file (a directory, a FIFO, a
+ * device), or that is the same file (device and inode) as one of inputs (n_inputs paths; NULL
+ * entries and missing files are skipped) or as any file the library has open (a model, its pack
+ * cache). Write errors are ML_E_IO naming the target; the temporary file is removed at once. */
+typedef struct ml_output ml_output;
+ml_status ml_output_open(ml_output** out, const char* path, const char* const* inputs, size_t n_inputs,
+                         ml_error* err);
+ml_status ml_output_write(ml_output* out, const void* data, size_t n, ml_error* err);
+/* Renames the file into place. Frees out, whatever the outcome. */
+ml_status ml_output_commit(ml_output* out, ml_error* err);
+/* Removes the temporary file and frees out (NULL is ignored). */
+void ml_output_discard(ml_output* out);
+
+/* For programs that write files (ml_convert, ml_run): on SIGTERM, SIGINT, SIGHUP or SIGQUIT,
+ * removes the temporary file of every output (ml_output_*, the converters, the pack cache) still
+ * being written, then dies of the same signal. A signal the process started out ignoring stays
+ * ignored. Async-signal-safe; call once, early in main. */
+void ml_install_cleanup_handlers(void);
+
 #ifdef __cplusplus
 }
 #endif

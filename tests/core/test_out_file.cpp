@@ -1,0 +1,242 @@
+// core/out_file.h and the input side of core/file.h: outputs go through a temporary file renamed
+// into place, only over a regular file or nothing, never over an input; every failure leaves the
+// target as it was and no temporary file; inputs that are not regular files are refused without
+// blocking. Special files are made in the test's own folder (mkfifo, mknod), never /dev.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/file.h"
+#include "core/out_file.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct tmp_dir {
+  fs::path p;
+  tmp_dir() {
+    static int n = 0;
+    p = fs::temp_directory_path() / ("krafla_of_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(p);
+    fs::create_directories(p);
+  }
+  ~tmp_dir() { fs::remove_all(p); }
+  int count() const { return (int)std::distance(fs::directory_iterator(p), fs::directory_iterator()); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void put(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+bool contains(const char* msg, const std::string& s) { return std::string(msg).find(s) != std::string::npos; }
+
+ml_status write_file(const fs::path& p, const std::string& s, ml_error* err, const char* input = nullptr) {
+  ml_out_file o;
+  ML_TRY(ml_out_open(&o, p.c_str(), input ? &input : nullptr, input ? 1 : 0, err));
+  ml_status st = ml_out_write(&o, s.data(), s.size(), err);
+  if (st == ML_OK) st = ml_out_commit(&o, err);
+  ml_out_discard(&o);
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("an output replaces a regular file or creates a new one, keeping the old mode", "[out_file]") {
+  tmp_dir d;
+  ml_error err;
+  const fs::path a = d.p / "a.bin";
+  REQUIRE(write_file(a, "first", &err) == ML_OK);
+  CHECK(slurp(a) == "first");
+  ::chmod(a.c_str(), 0640);
+  const std::string big(3 << 20, 'x');  // larger than the write buffer
+  REQUIRE(write_file(a, big, &err) == ML_OK);
+  CHECK(slurp(a) == big);
+  struct stat st;
+  REQUIRE(::stat(a.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+  CHECK(d.count() == 1);
+}
+
+TEST_CASE("a discarded output leaves the target as it was and no temporary file", "[out_file]") {
+  tmp_dir d;
+  ml_error err;
+  const fs::path a = d.p / "a.bin";
+  put(a, "old");
+  ml_out_file o;
+  REQUIRE(ml_out_open(&o, a.c_str(), nullptr, 0, &err) == ML_OK);
+  CHECK(fs::exists(o.tmp));
+  CHECK(ml_out_write(&o, "new", 3, &err) == ML_OK);
+  ml_out_discard(&o);
+  ml_out_discard(&o);  // twice is harmless
+  CHECK(slurp(a) == "old");
+  CHECK(d.count() == 1);
+}
+
+TEST_CASE("an output that is not a regular file or a new path is refused before anything is created",
+          "[out_file]") {
+  tmp_dir d;
+  ml_error err;
+  SECTION("a directory") {
+    const fs::path p = d.p / "dir";
+    fs::create_directory(p);
+    CHECK(write_file(p, "x", &err) == ML_E_ARG);
+    CHECK(contains(err.msg, p.string()));
+    CHECK(contains(err.msg, "a directory"));
+    CHECK(fs::is_directory(p));
+  }
+  SECTION("a FIFO") {
+    const fs::path p = d.p / "fifo";
+    REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+    CHECK(write_file(p, "x", &err) == ML_E_ARG);
+    CHECK(contains(err.msg, "a FIFO"));
+    CHECK(fs::is_fifo(p));
+  }
+  SECTION("a character device node (made here, like /dev/full)") {
+    const fs::path p = d.p / "full";
+    if (::mknod(p.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+      WARN("SKIP: mknod needs root");
+      return;
+    }
+    CHECK(write_file(p, "x", &err) == ML_E_ARG);
+    CHECK(contains(err.msg, "a character device"));
+    CHECK(fs::is_character_file(p));
+  }
+  SECTION("a dangling symbolic link") {
+    const fs::path p = d.p / "link";
+    fs::create_symlink(d.p / "nowhere", p);
+    CHECK(write_file(p, "x", &err) == ML_E_ARG);
+    CHECK(contains(err.msg, "symbolic link"));
+  }
+  CHECK(d.count() == 1);
+}
+
+TEST_CASE("an output through a symbolic link replaces the file it names and keeps the link", "[out_file]") {
+  tmp_dir d;
+  ml_error err;
+  put(d.p / "real.bin", "old");
+  fs::create_symlink("real.bin", d.p / "link.bin");
+  REQUIRE(write_file(d.p / "link.bin", "new", &err) == ML_OK);
+  CHECK(fs::is_symlink(d.p / "link.bin"));
+  CHECK(slurp(d.p / "real.bin") == "new");
+  CHECK(d.count() == 2);
+}
+
+TEST_CASE("an output that is the same file as an input is refused, naming both", "[out_file]") {
+  tmp_dir d;
+  ml_error err;
+  const fs::path in = d.p / "in.bin", alias = d.p / "alias.bin";
+  put(in, "input");
+  fs::create_hard_link(in, alias);
+  SECTION("an input named by the caller, under another name") {
+    CHECK(write_file(alias, "x", &err, in.c_str()) == ML_E_ARG);
+    CHECK(contains(err.msg, alias.string()));
+    CHECK(contains(err.msg, in.string()));
+  }
+  SECTION("a file open through ml_file_open, until it is closed") {
+    ml_file f;
+    REQUIRE(ml_file_open(&f, in.c_str(), &err) == ML_OK);
+    CHECK(write_file(alias, "x", &err) == ML_E_ARG);
+    CHECK(contains(err.msg, in.string()));
+    ml_file_close(&f);
+    CHECK(slurp(in) == "input");
+    CHECK(write_file(alias, "x", &err) == ML_OK);
+    CHECK(slurp(alias) == "x");
+  }
+  CHECK(slurp(in).size() > 0);
+}
+
+TEST_CASE("a failed write removes the temporary file at once and the error sticks", "[out_file]") {
+  tmp_dir d;
+  const fs::path a = d.p / "a.bin";
+  put(a, "old");
+  // In a child: RLIMIT_FSIZE makes writes past 1000 bytes fail with EFBIG, like a full disk.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {1000, 1000};
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+    ml_error err;
+    ml_out_file o;
+    if (ml_out_open(&o, a.c_str(), nullptr, 0, &err) != ML_OK) ::_exit(10);
+    const std::string big(1 << 20, 'y');
+    if (ml_out_write(&o, big.data(), big.size(), &err) != ML_E_IO) ::_exit(11);
+    if (!contains(err.msg, "File too large") || !contains(err.msg, a.string())) ::_exit(12);
+    if (fs::exists(d.p / (a.filename().string() + ".tmp." + std::to_string(getpid())))) ::_exit(13);
+    if (ml_out_commit(&o, &err) != ML_E_IO) ::_exit(14);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp(a) == "old");
+  CHECK(d.count() == 1);
+}
+
+TEST_CASE("SIGTERM while an output is open removes its temporary file and kills the process", "[out_file]") {
+  tmp_dir d;
+  const fs::path a = d.p / "a.bin";
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ml_cleanup_install();
+    ml_error err;
+    ml_out_file o;
+    if (ml_out_open(&o, a.c_str(), nullptr, 0, &err) != ML_OK) ::_exit(10);
+    ml_out_write(&o, "partial", 7, &err);
+    (void)!::write(ready[1], "r", 1);
+    for (;;) ::pause();
+  }
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  CHECK(d.count() == 1);  // the temporary file
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(d.count() == 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+TEST_CASE("an input that is not a regular file is refused at once, naming it", "[file]") {
+  tmp_dir d;
+  ml_error err;
+  ml_file f;
+  SECTION("a FIFO with no writer: open must not wait for one") {
+    const fs::path p = d.p / "fifo";
+    REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+    CHECK(ml_file_open(&f, p.c_str(), &err) == ML_E_ARG);
+    CHECK(contains(err.msg, p.string()));
+    CHECK(contains(err.msg, "a FIFO"));
+  }
+  SECTION("a directory") {
+    CHECK(ml_file_open(&f, d.p.c_str(), &err) == ML_E_ARG);
+    CHECK(contains(err.msg, "a directory"));
+  }
+  SECTION("a regular file still opens and reads") {
+    put(d.p / "r.bin", "abc");
+    REQUIRE(ml_file_open(&f, (d.p / "r.bin").c_str(), &err) == ML_OK);
+    CHECK(f.size == 3);
+    CHECK(std::memcmp(f.data, "abc", 3) == 0);
+    ml_file_close(&f);
+  }
+}
