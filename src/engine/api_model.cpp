@@ -126,7 +126,8 @@ ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params*
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
   ml_status s = ml_model_load(m, path, err);
-  if (s != ML_OK) ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+  // Name the file once: messages about the file itself (cannot open, not a regular file) already do.
+  if (s != ML_OK && err && std::strncmp(err->msg, path, std::strlen(path)) != 0) ml_fail(err, s, "%s: %s", path, err->msg);
   return open_common(out, m, open_finish(m, s, path, p, err));
 }
 

@@ -21,18 +21,32 @@ TEST_CASE("sessions: interleaved in one batch, each session's logits equal its s
   const int vocab = ml_model_get_info(m.m).vocab_size;
   std::mt19937 rng(1234u + (unsigned)wtype * 7 + (unsigned)kv);
 
-  for (int n_sessions : {2, 3, 8}) {
-    // Each session's whole sequence, and its solo logits at every position.
-    std::vector<std::vector<int32_t>> seqs((size_t)n_sessions);
-    std::vector<std::vector<std::vector<float>>> solo((size_t)n_sessions);
-    for (int s = 0; s < n_sessions; ++s) {
-      const int len = 20 + (int)(rng() % 60);  // crosses the attention's 64-position blocks
-      seqs[(size_t)s].push_back(1);
-      for (int i = 1; i < len; ++i) seqs[(size_t)s].push_back(3 + (int32_t)(rng() % (unsigned)(vocab - 3)));
-      solo[(size_t)s] = api::solo_logits(m.m, seqs[(size_t)s], kv);
+  // (sessions, threads, tokens per step): every count of each appears, in mixed combinations
+  // (all 27 would multiply the run time under qemu without testing anything new).
+  struct combo {
+    int sessions, threads, step;
+  };
+  const combo combos[] = {{2, 1, 128}, {2, 3, 1}, {3, 2, 7}, {3, 1, 1}, {8, 1, 7}, {8, 2, 128}, {8, 3, 1}};
+  int prepared = 0;
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<std::vector<std::vector<float>>> solo;
+  for (const combo& cmb : combos) {
+    const int n_sessions = cmb.sessions, threads = cmb.threads, step = cmb.step;
+    // Each session's whole sequence, and its solo logits at every position (made once per
+    // session count, for up to 8 sessions).
+    if (prepared != n_sessions) {
+      seqs.assign((size_t)n_sessions, {});
+      solo.assign((size_t)n_sessions, {});
+      for (int s = 0; s < n_sessions; ++s) {
+        const int len = 20 + (int)(rng() % 60);  // crosses the attention's 64-position blocks
+        seqs[(size_t)s].push_back(1);
+        for (int i = 1; i < len; ++i) seqs[(size_t)s].push_back(3 + (int32_t)(rng() % (unsigned)(vocab - 3)));
+        solo[(size_t)s] = api::solo_logits(m.m, seqs[(size_t)s], kv);
+      }
+      prepared = n_sessions;
     }
-    for (int threads : {1, 2, 3}) {
-      for (int step : {1, 7, 128}) {
+    {
+      {
         CAPTURE(n_sessions, threads, step, wtype, kv);
         api::exec ex(m.m, threads, step);
         std::vector<std::unique_ptr<api::session>> ss;
