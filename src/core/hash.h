@@ -1,0 +1,26 @@
+// XXH64, the 64-bit xxHash (Yann Collet's specification, github.com/Cyan4973/xxHash,
+// doc/xxhash_spec.md): a fast non-cryptographic hash of a byte string. It guards files against
+// accidental damage (the pack cache's body and the model's header); it is no defence against
+// someone who crafts a collision on purpose.
+//
+// Results equal the reference implementation's XXH64() and `xxhsum -H1` for every input, on
+// every platform (bytes are read little-endian); tests/core/test_hash.cpp checks this.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+// The hash of n bytes at p with the given seed (xxhsum uses seed 0).
+uint64_t ml_xxh64(const void* p, size_t n, uint64_t seed = 0);
+
+// The same hash over data given in pieces: ml_xxh64_digest after updates of the pieces in order
+// equals ml_xxh64 of their concatenation, however it is cut.
+struct ml_xxh64_state {
+  uint64_t v[4] = {0, 0, 0, 0};  // the four lane accumulators
+  uint64_t total = 0;            // bytes fed so far
+  uint64_t seed = 0;
+  uint8_t buf[32] = {0};         // an incomplete 32-byte stripe
+  uint32_t buffered = 0;
+};
+void ml_xxh64_init(ml_xxh64_state* s, uint64_t seed = 0);
+void ml_xxh64_update(ml_xxh64_state* s, const void* p, size_t n);
+uint64_t ml_xxh64_digest(const ml_xxh64_state* s);
