@@ -1,7 +1,8 @@
-// XXH64 (src/core/hash.h) against the reference: digests that `xxhsum -H1` (xxHash 0.8.1,
-// Debian's xxhash package) printed for fixed inputs, and, where the build found the reference
-// library (libxxhash-dev), XXH64() itself on random inputs of every length up to 300 and random
-// seeds. The streaming form equals the one-shot form however the input is cut.
+// XXH64 and XXH3-64 (src/core/hash.h) against the reference: digests that `xxhsum -H1` / `-H3`
+// (xxHash 0.8.1, Debian's xxhash package) printed for fixed inputs, and, where the build found
+// the reference library (libxxhash-dev), XXH64() and XXH3_64bits() themselves on random inputs
+// of every length up to 300 (XXH64 with random seeds) and longer ones across XXH3's 1024-byte
+// blocks. XXH64's streaming form equals its one-shot form however the input is cut.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -38,6 +39,19 @@ const Vector kXxhsum[] = {
     {1000, 0x0bf0bdbcc82eb373ull}, {4097, 0x00811ab3925b884aull},
 };
 
+// `xxhsum -H3` of the same inputs: each short path (0, 1-3, 4-8, 9-16), 17-128 at every pair
+// count, 129-240, and the long path below, at and across a block.
+const Vector kXxhsum3[] = {
+    {0, 0x2d06800538d394c2ull},    {1, 0x4c5cca45d0f4811full},    {2, 0x29c60963cbfa4e6eull},
+    {3, 0x6e3e2670e61106acull},    {4, 0x5c4c63133443d03full},    {8, 0xf9fd4dd0b04d78f5ull},
+    {9, 0x7c20df9712c26edfull},    {16, 0x86abf6baccea0858ull},   {17, 0xb58bf5dc5022d071ull},
+    {33, 0xa4dee99b093e1f73ull},   {65, 0x97c6bf83217e5ec9ull},   {97, 0xf145a45b658ab9ddull},
+    {128, 0x10d17f72c0ccba41ull},  {129, 0x1648bdc3db49d1a2ull},  {200, 0xc0fbc0f4e181c826ull},
+    {240, 0xb6cfaf343fab81e6ull},  {241, 0x956cae592c67279eull},  {1024, 0x70bd377d9574f4bbull},
+    {1025, 0x66c4487c41e127a7ull}, {2047, 0xded1f434a1510c6aull}, {4097, 0x34eecaecd32195a4ull},
+    {100000, 0x14ce8d6fc2c4868bull},
+};
+
 uint64_t streamed(const std::vector<uint8_t>& v, std::mt19937& rng, uint64_t seed) {
   ml_xxh64_state s;
   ml_xxh64_init(&s, seed);
@@ -59,6 +73,15 @@ TEST_CASE("hash: XXH64 equals xxhsum -H1 on fixed inputs", "[hash]") {
     CHECK(ml_xxh64(v.data(), v.size()) == t.h);
   }
   CHECK(ml_xxh64("abc", 3) == 0x44bc2cf5ad770999ull);  // printf abc | xxhsum -H1
+}
+
+TEST_CASE("hash: XXH3-64 equals xxhsum -H3 on fixed inputs", "[hash]") {
+  for (const Vector& t : kXxhsum3) {
+    INFO("length " << t.n);
+    const std::vector<uint8_t> v = pattern(t.n);
+    CHECK(ml_xxh3_64(v.data(), v.size()) == t.h);
+  }
+  CHECK(ml_xxh3_64("abc", 3) == 0x78af5f94892f3950ull);  // printf abc | xxhsum -H3
 }
 
 TEST_CASE("hash: streaming equals one-shot for any cut", "[hash]") {
@@ -91,9 +114,18 @@ TEST_CASE("hash: XXH64 equals the reference library on random inputs and seeds",
       CHECK(streamed(w, cuts, seed) == XXH64(w.data(), n, seed));
     }
   }
-  std::vector<uint8_t> big(1 << 20);
+  std::vector<uint8_t> big((1 << 20) + 77);
   for (uint8_t& b : big) b = (uint8_t)rng();
   CHECK(ml_xxh64(big.data(), big.size(), 7) == XXH64(big.data(), big.size(), 7));
+  for (size_t n = 0; n <= 300; ++n) {
+    INFO("XXH3 length " << n);
+    CHECK(ml_xxh3_64(big.data() + 1, n) == XXH3_64bits(big.data() + 1, n));
+  }
+  for (size_t n = 301; n <= 4200; n += 7) {  // across 1024-byte blocks and partial last stripes
+    INFO("XXH3 length " << n);
+    CHECK(ml_xxh3_64(big.data() + 3, n) == XXH3_64bits(big.data() + 3, n));
+  }
+  CHECK(ml_xxh3_64(big.data(), big.size()) == XXH3_64bits(big.data(), big.size()));
 #else
   WARN("SKIP: libxxhash (libxxhash-dev) was not found at configure time; the xxhsum vectors still ran");
 #endif
