@@ -7,6 +7,7 @@ GROUP: logits | kv | real | story | cli | same-as-scalar
 import argparse
 import os
 import random
+import stat
 import sys
 import unittest
 
@@ -348,6 +349,123 @@ class Packing(unittest.TestCase):
                               ENV.path("pc4.bin")] + args)
         self.assertIn("pack cache written", err)
         self.assertEqual(read(ENV.path("pc4.bin")), base)
+
+    # --- The cache's integrity (docs/reliability.md, "The pack cache").
+
+    def cache_setup(self, name, seed=3):
+        g = self.help_g()
+        if not g:
+            return None
+        m = ENV.path(name)
+        if os.path.exists(m):
+            os.remove(m)
+        h.run([ENV.exe("ml_convert", ref=True), "random", "--dim", "64", "--hidden", "96", "--layers", "2",
+               "--heads", "4", "--kv-heads", "2", "--vocab", "256", "--max-seq", "32", "--seed", str(seed),
+               "--wtype", "q4", "-o", m])
+        cache = m + ".pk" + g
+        if os.path.lexists(cache):
+            os.remove(cache)
+        return m, cache
+
+    def run_cached(self, m, ids, out, timeout=60):
+        rc, _, err = h.run([ENV.exe("ml_run"), m, "--tokens", " ".join(map(str, ids)), "--dump-logits", out,
+                            "--pack-cache"], timeout=timeout)
+        return err, read(out)
+
+    def test_pack_cache_every_sampled_bit_flip_is_detected(self):
+        # 240 single-bit flips spread over the body and 64 over the header: each run repacks, says
+        # "pack cache written", gives the logits of a run without the cache, and rewrites the cache
+        # as it was.
+        s = self.cache_setup("flip_model.mlb")
+        if not s:
+            print("SKIP: this build has no packed kernels, so no pack cache")
+            return
+        m, cache = s
+        ids = ids_for(6)
+        base = read(h.dump_logits(ENV, m, ids, ENV.path("flip_base.bin"), []))
+        err, _ = self.run_cached(m, ids, ENV.path("flip_w.bin"))
+        self.assertIn("pack cache written", err)
+        good = read(cache)
+        body = len(good) - 512
+        flips = [512 + (body * i) // 240 + (i * 7919) % max(1, body // 240) for i in range(240)]
+        flips += [8 * i + (i % 8) for i in range(64)]
+        missed = []
+        for n, pos in enumerate(flips):
+            data = bytearray(good)
+            data[pos] ^= 1 << (n % 8)
+            with open(cache, "wb") as f:
+                f.write(data)
+            err, logits = self.run_cached(m, ids, ENV.path("flip_%d.bin" % n))
+            if "pack cache written" not in err or logits != base:
+                missed.append((pos, n % 8, "from the pack cache" in err, logits == base))
+        self.assertEqual(read(cache), good)
+        self.assertEqual(missed, [], "%d of %d flips not detected (byte, bit, used, same logits)" % (len(missed), len(flips)))
+
+    def test_pack_cache_sees_a_same_size_edit_of_the_model(self):
+        # One weight byte of the model changes in place, the size stays and the mtime is put back
+        # with os.utime: the cache's ctime (which utime itself moves, and no caller can set) differs,
+        # so the run repacks and gives the edited model's logits.
+        s = self.cache_setup("edit_model.mlb", seed=4)
+        if not s:
+            print("SKIP: this build has no packed kernels, so no pack cache")
+            return
+        m, cache = s
+        ids = ids_for(6)
+        err, before = self.run_cached(m, ids, ENV.path("edit_0.bin"))
+        self.assertIn("pack cache written", err)
+        err, _ = self.run_cached(m, ids, ENV.path("edit_1.bin"))
+        self.assertIn("from the pack cache", err)
+        st = os.stat(m)
+        with open(m, "r+b") as f:  # byte 5 of blk.0.ffn_down's quants (a Q4 byte: any value is valid)
+            head = f.read(256)
+            n_tensors = int.from_bytes(head[148:152], "little")
+            f.seek(int.from_bytes(head[152:160], "little"))
+            d = f.read(96 * n_tensors)
+            e = [d[i:i + 96] for i in range(0, len(d), 96) if d[i:i + 48].rstrip(b"\0") == b"blk.0.ffn_down"][0]
+            off = int.from_bytes(e[64:72], "little") + 5
+            f.seek(off)
+            b = f.read(1)[0]
+            f.seek(off)
+            f.write(bytes([b ^ 0x77]))
+        os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))
+        st2 = os.stat(m)
+        self.assertEqual((st2.st_size, st2.st_mtime_ns, st2.st_ino), (st.st_size, st.st_mtime_ns, st.st_ino))
+        expect = read(h.dump_logits(ENV, m, ids, ENV.path("edit_nocache.bin"), []))
+        self.assertNotEqual(expect, before, "the edit should change the logits")
+        err, after = self.run_cached(m, ids, ENV.path("edit_2.bin"))
+        self.assertIn("pack cache written", err)
+        self.assertEqual(after, expect)
+        # A new file of the same size renamed over the model (another inode, the old mtime).
+        with open(m, "rb") as f:
+            data = bytearray(f.read())
+        data[off] ^= 0x77
+        tmp = m + ".new"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(tmp, m)
+        err, again = self.run_cached(m, ids, ENV.path("edit_3.bin"))
+        self.assertIn("pack cache written", err)
+        self.assertEqual(again, before)
+
+    def test_pack_cache_that_is_a_fifo_is_left_alone(self):
+        # A FIFO at MODEL.pk<G>: the run neither hangs on it nor replaces it, and packs in memory.
+        s = self.cache_setup("fifo_model.mlb", seed=5)
+        if not s:
+            print("SKIP: this build has no packed kernels, so no pack cache")
+            return
+        m, cache = s
+        os.mkfifo(cache)
+        try:
+            ids = ids_for(6)
+            base = read(h.dump_logits(ENV, m, ids, ENV.path("fifo_base.bin"), []))
+            err, logits = self.run_cached(m, ids, ENV.path("fifo_1.bin"), timeout=20)
+            self.assertNotIn("from the pack cache", err)
+            self.assertNotIn("pack cache written", err)
+            self.assertEqual(logits, base)
+            self.assertTrue(stat.S_ISFIFO(os.lstat(cache).st_mode), "the FIFO was replaced")
+        finally:
+            os.remove(cache)
 
 
 class Mem32(unittest.TestCase):

@@ -73,6 +73,14 @@ ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* 
   return ML_OK;
 }
 
+void capture_id(ml_file_id* id, const struct stat& st) {
+  id->dev = (uint64_t)st.st_dev;
+  id->ino = (uint64_t)st.st_ino;
+  id->size = (uint64_t)st.st_size;
+  id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  id->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+}
+
 }  // namespace
 
 ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
@@ -98,6 +106,7 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
     return ml_fail(err, ML_E_NOMEM, "%s: %lld bytes do not fit in this address space", path, (long long)st.st_size);
   }
   const size_t size = static_cast<size_t>(st.st_size);
+  capture_id(&f->id, st);
   ml_status s = ML_OK;
 #if !ML_NO_MMAP
   if (size > 0) {

@@ -9,12 +9,21 @@
 
 #include "core/status.h"
 
+// Which file was opened, from fstat of the descriptor that was read (all 0 for a borrowed
+// buffer). The pack cache records it to notice a model replaced or edited in place.
+struct ml_file_id {
+  uint64_t dev = 0, ino = 0;           // st_dev, st_ino
+  uint64_t size = 0;                   // st_size
+  int64_t mtime_ns = 0, ctime_ns = 0;  // st_mtim, st_ctim in nanoseconds since the epoch
+};
+
 struct ml_file {
   const uint8_t* data = nullptr;
   size_t size = 0;
   bool mapped = false;    // true: munmap on close
   bool borrowed = false;  // true: the caller owns data; close does not free it
   int input_slot = -1;    // its entry in the list of open inputs, or -1
+  ml_file_id id;
 };
 
 // Opens path. Fails with ML_E_IO naming the path and the OS error, or ML_E_ARG when path is not a
