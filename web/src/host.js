@@ -169,10 +169,10 @@ export class Host {
 
   // Loads a model. A URL's bytes go into the cache (`cache`, a Cache Storage name) only once the
   // engine has opened them, and a cached copy the engine refuses is deleted, so that a damaged
-  // download is never served again.
+  // download is never served again. The model loaded before stays loaded until the new one's
+  // bytes have arrived and passed the header checks; it is freed before they enter the wasm heap.
   async op_load(id, { source, tokenizer, ctx = 0, cache = false, maxMemoryBytes }) {
     if (!this.mod) throw new KraflaError('krafla: the engine is not initialised', 'state');
-    this.unload();
     const progress = (event) => this.post({ type: 'event', id, event: { type: 'progress', ...event } });
     const name = sourceName(source);
     const limits = { limit: maxMemoryBytes ?? Infinity, packed: this.build.packG > 0, ctx };
@@ -209,11 +209,13 @@ export class Host {
       cacheKey = header.kind === 'mlb' ? url : convertedKey;
       if (header.kind === 'llama2c') {
         const tok = await readSource(tokenizer, { progress, phase: 'tokenizer' });
+        this.unload();
         progress({ phase: 'convert', loaded: 0, total: 1 });
         bytes = this.convert(bytes, tok.bytes, name);
         progress({ phase: 'convert', loaded: 1, total: 1 });
       }
     }
+    this.unload();
     progress({ phase: 'load', loaded: 0, total: bytes.length });
     const p = this.toHeap(bytes);
     const s = this.mod._krafla_open(p, bytes.length, ctx, 0, this.threads, 0);

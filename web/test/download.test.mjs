@@ -146,4 +146,18 @@ describe('downloads and the model cache', () => {
     }
     assert.equal((await k.load(url, { cache: CACHE })).fromCache, false);
   });
+
+  test('a load that fails before the engine opens it keeps the model loaded before (issue 17)', async () => {
+    await k.load(`${base}/good.mlb`);
+    const before = await k.complete('Once upon a time', { temperature: 0, maxTokens: 20 });
+    await assert.rejects(k.load(`${base}/cut-short.mlb`), (e) => e.kind === 'io');
+    await assert.rejects(k.load(`${base}/missing.mlb`), /HTTP 404/);
+    assert.equal(k.model.dim, 64);
+    assert.equal((await k.complete('Once upon a time', { temperature: 0, maxTokens: 20 })).text, before.text);
+    // The engine's refusal comes after the old model was freed (it is freed before the new one
+    // enters the wasm heap): then no model is loaded.
+    await assert.rejects(k.load(`${base}/corrupt.mlb`), /unknown type 9/);
+    assert.equal(k.model, null);
+    await assert.rejects(k.tokenize('x'), /no model is loaded/);
+  });
 });
