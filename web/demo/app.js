@@ -74,7 +74,10 @@ async function load(source, tokenizer, label) {
     $('generate').disabled = false;
   } catch (e) {
     $('progress').value = 0;
-    setStatus('No model loaded.');
+    // A load that fails before the engine opens the new model keeps the one loaded before.
+    demo.loaded = !!engine.model;
+    $('generate').disabled = !demo.loaded;
+    setStatus(demo.loaded ? `The model loaded before is still loaded (dim ${engine.model.dim}).` : 'No model loaded.');
     showError(e);
   } finally {
     $('load-url').disabled = false;

@@ -2,7 +2,7 @@
 // build's, streaming, stop, the build choice with and without cross-origin isolation, the cache,
 // bad files, drag-and-drop.
 import { expect, test } from '@playwright/test';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { artifactsDir, checkpoint, nativeGreedy, nativeMlb, SLOW_MODEL, tokenizer } from '../test/native.mjs';
 import { ISOLATED, PLAIN } from '../playwright.config.mjs';
@@ -137,6 +137,52 @@ test('a model loaded by URL is cached for the next visit', async ({ page }) => {
   await stats(page);
   const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
   expect(text).toBe(nativeGreedy(PROMPT, 40));
+});
+
+test('a model the engine refuses is not cached, and a cached copy that does not open is deleted', async ({ page }) => {
+  const errors = await open(page);
+  const model = readFileSync(nativeMlb());
+  // The first tensor's type set to 9: a good header, a directory the engine refuses.
+  const corrupt = Buffer.from(model);
+  corrupt.writeUInt32LE(9, Number(corrupt.readBigUInt64LE(152)) + 48);
+  writeFileSync(join(artifactsDir, 'corrupt.mlb'), corrupt);
+  const entry = (url) => page.evaluate(async (u) => {
+    const r = await (await caches.open('krafla-models')).match(u);
+    return r ? (await r.arrayBuffer()).byteLength : 0;
+  }, url);
+  const loadFails = async (url, text) => {
+    await page.fill('#model-url', url);
+    await page.fill('#tokenizer-url', '');
+    await page.click('#load-url');
+    await expect(page.locator('#error')).toContainText(text, { timeout: 30_000 });
+  };
+  const corruptUrl = `${ISOLATED}/models/corrupt.mlb`;
+  await loadFails(corruptUrl, 'unknown type 9');
+  expect(await entry(corruptUrl)).toBe(0);
+
+  // A damaged copy in the cache under the good model's URL: refused, deleted, downloaded again.
+  const url = `${ISOLATED}/models/stories260K.mlb`;
+  const put = (bytes, length) => page.evaluate(async ([u, b, n]) => {
+    await (await caches.open('krafla-models')).put(u, new Response(new Uint8Array(b), { headers: { 'content-length': String(n) } }));
+  }, [url, [...bytes], length]);
+  await put(corrupt, corrupt.length);
+  await loadFails(url, 'the cached copy was removed');
+  await expect(page.locator('#error')).toContainText('unknown type 9');
+  expect(await entry(url)).toBe(0);
+  await loadUrl(page, url);
+  await expect(page.locator('#status')).not.toContainText('from the browser cache');
+  expect(await entry(url)).toBe(model.length);
+  await loadUrl(page, url);
+  await expect(page.locator('#status')).toContainText('from the browser cache');
+
+  // A cached copy shorter than its Content-Length: both counts, deleted. The model loaded before stays loaded.
+  await put(model.subarray(0, 100_000), model.length);
+  await loadFails(url, `expected ${model.length} bytes (its Content-Length), received 100000`);
+  expect(await entry(url)).toBe(0);
+  await expect(page.locator('#status')).toContainText('still loaded');
+  await generate(page, { maxTokens: 20 });
+  expect((await stats(page)).generatedTokens).toBe(20);
+  expect(errors).toEqual([]);
 });
 
 test('a bad file shows an error, and the page keeps working', async ({ page }) => {

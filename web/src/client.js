@@ -87,8 +87,14 @@ export class Krafla {
   async load(source, options = {}) {
     const { onProgress, tokenizer, ctx, cache, maxMemoryBytes } = options;
     const clone = (s) => (s instanceof URL ? s.href : s);
-    this.model = await this.call('load', { source: clone(source), tokenizer: clone(tokenizer), ctx, cache, maxMemoryBytes },
-      (e) => e.type === 'progress' && onProgress?.({ ...e, fraction: e.total ? Math.min(1, e.loaded / e.total) : null }));
+    try {
+      this.model = await this.call('load', { source: clone(source), tokenizer: clone(tokenizer), ctx, cache, maxMemoryBytes },
+        (e) => e.type === 'progress' && onProgress?.({ ...e, fraction: e.total ? Math.min(1, e.loaded / e.total) : null }));
+    } catch (e) {
+      // A load that fails before the engine opens the new model keeps the one loaded before.
+      if (!(await this.call('info', {}).catch(() => null))) this.model = null;
+      throw e;
+    }
     return this.model;
   }
 

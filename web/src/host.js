@@ -8,7 +8,7 @@
 // returns to the event loop after every token, sees the flag and stops (the engine stays ready).
 import { chooseBuild, detectFeatures } from './detect.js';
 import { checkFits, MLB_HEADER_BYTES, parseHeader } from './header.js';
-import { cachePut, readSource, sourceName } from './source.js';
+import { cacheDelete, cachePut, isBadBytes, readSource, sourceName } from './source.js';
 import { KraflaError } from './errors.js';
 import { bench, generate } from './generate.js';
 
@@ -167,50 +167,69 @@ export class Host {
     return this.build;
   }
 
+  // Loads a model. A URL's bytes go into the cache (`cache`, a Cache Storage name) only once the
+  // engine has opened them, and a cached copy the engine refuses is deleted, so that a damaged
+  // download is never served again. The model loaded before stays loaded until the new one's
+  // bytes have arrived and passed the header checks; it is freed before they enter the wasm heap.
   async op_load(id, { source, tokenizer, ctx = 0, cache = false, maxMemoryBytes }) {
     if (!this.mod) throw new KraflaError('krafla: the engine is not initialised', 'state');
-    this.unload();
     const progress = (event) => this.post({ type: 'event', id, event: { type: 'progress', ...event } });
     const name = sourceName(source);
     const limits = { limit: maxMemoryBytes ?? Infinity, packed: this.build.packG > 0, ctx };
     let header = null;
     const check = (head) => {
-      header = parseHeader(head, name);
+      try {
+        header = parseHeader(head, name);
+      } catch (e) {
+        throw new KraflaError(e.message, 'format');
+      }
       if (header.kind === 'llama2c' && !tokenizer) {
         throw new KraflaError(`${name}: a llama2.c checkpoint needs its tokenizer.bin: pass {tokenizer: ...} to load()`, 'arg');
       }
       const need = checkFits(header, name, limits);
       probeMemory(need, name);
     };
-    const convertedKey = cache && typeof source === 'string' && tokenizer && typeof tokenizer === 'string'
-      ? `${source}${source.includes('?') ? '&' : '?'}krafla-mlb=q8&tokenizer=${encodeURIComponent(tokenizer)}` : null;
+    const url = cache && typeof source === 'string' ? source : null;
+    const convertedKey = url && tokenizer && typeof tokenizer === 'string'
+      ? `${url}${url.includes('?') ? '&' : '?'}krafla-mlb=q8&tokenizer=${encodeURIComponent(tokenizer)}` : null;
 
     let bytes = null;
     let fromCache = false;
+    let cacheKey = null; // where these bytes are cached (fromCache) or are to be cached once opened
     if (convertedKey) {
       const hit = await readSource(convertedKey, { cache, cacheOnly: true, check, progress, phase: 'download' });
       if (hit) ({ bytes, fromCache } = hit);
+      cacheKey = convertedKey;
     }
     if (!bytes) {
-      // A llama2.c checkpoint is cached once converted (convertedKey), not as downloaded.
-      const got = await readSource(source, { cache, cacheIf: () => header?.kind === 'mlb', check, progress, phase: 'download', headBytes: MLB_HEADER_BYTES });
+      const got = await readSource(source, { cache, check, progress, phase: 'download', headBytes: MLB_HEADER_BYTES });
       bytes = got.bytes;
       fromCache = got.fromCache;
+      // A llama2.c checkpoint is cached once converted (convertedKey), not as downloaded.
+      cacheKey = header.kind === 'mlb' ? url : convertedKey;
       if (header.kind === 'llama2c') {
-        const tok = await readSource(tokenizer, { cache, cacheIf: () => false, progress, phase: 'tokenizer' });
+        const tok = await readSource(tokenizer, { progress, phase: 'tokenizer' });
+        this.unload();
         progress({ phase: 'convert', loaded: 0, total: 1 });
         bytes = this.convert(bytes, tok.bytes, name);
         progress({ phase: 'convert', loaded: 1, total: 1 });
-        if (convertedKey) await cachePut(cache, convertedKey, bytes);
       }
     }
+    this.unload();
     progress({ phase: 'load', loaded: 0, total: bytes.length });
-    const size = bytes.length;
     const p = this.toHeap(bytes);
-    bytes = null;
-    const s = this.mod._krafla_open(p, size, ctx, 0, this.threads, 0);
-    if (!s) throw this.fail(`${name}`);
+    const s = this.mod._krafla_open(p, bytes.length, ctx, 0, this.threads, 0);
+    if (!s) {
+      const e = this.fail(`${name}`);
+      if (fromCache && cacheKey && isBadBytes(e)) {
+        await cacheDelete(cache, cacheKey);
+        e.message += ' (the cached copy was removed: the next load downloads it again)';
+      }
+      throw e;
+    }
     this.session = s;
+    if (!fromCache && cacheKey) await cachePut(cache, cacheKey, bytes);
+    bytes = null;
     progress({ phase: 'load', loaded: 1, total: 1 });
     return { ...this.info(), fromCache, build: this.build.name };
   }

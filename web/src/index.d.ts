@@ -70,7 +70,7 @@ export interface LoadOptions {
   onProgress?: (p: Progress) => void;
   /** Context length; 0 = the model's max_seq. */
   ctx?: number;
-  /** A Cache Storage name: URL downloads (and conversions) are kept there and reused. Default: false. */
+  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. Default: false. */
   cache?: string | false;
   /** Refuse models whose estimated wasm memory exceeds this (default and cap: 4 GiB, wasm32). */
   maxMemoryBytes?: number;
@@ -140,6 +140,10 @@ export class Krafla {
   readonly build: BuildInfo;
   readonly model: ModelInfo | null;
   readonly lastStats: GenerateStats | null;
+  /**
+   * Loads a model. A URL whose body ends short of its Content-Length or runs past it fails with kind 'io'.
+   * A load that fails before the engine opens the new model keeps the model loaded before (`model` stays set).
+   */
   load(source: ModelSource, options?: LoadOptions): Promise<ModelInfo>;
   tokenize(text: string, options?: { addBos?: boolean }): Promise<number[]>;
   detokenize(ids: ArrayLike<number>): Promise<string>;
