@@ -1,9 +1,11 @@
 // ml_model_prepare: what a loaded model needs before it runs -- its RoPE tables, its packed
 // weights and its tokenizer. Everything here is done once per model, however many sessions use it.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/checked.h"
+#include "model/limits.h"
 #include "model/model.h"
 #include "model/pack.h"
 #include "model/tokenizer/llama2c.h"
@@ -54,7 +56,14 @@ ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err
   if (!o) o = &none;
   if (o->ctx < 0 || o->ctx > m->cfg.max_seq)
     return ml_fail(err, ML_E_ARG, "context length %d is outside 1..%d (the model's max_seq)", o->ctx, m->cfg.max_seq);
-  m->ctx = o->ctx > 0 ? o->ctx : m->cfg.max_seq;
+  // Without a request the context is the model's max_seq, capped: a max_seq of millions would
+  // otherwise size (and zero) gigabytes of cache that a short prompt never uses.
+  m->ctx = o->ctx > 0 ? o->ctx : m->cfg.max_seq < ML_DEFAULT_CTX_CAP ? m->cfg.max_seq : ML_DEFAULT_CTX_CAP;
+  uint64_t rope_bytes = (uint64_t)m->ctx * (uint64_t)(m->rope.n_rot / 2) * 2 * sizeof(float);
+  char what[96];
+  std::snprintf(what, sizeof what, "the RoPE tables of a context of %d (%s)", m->ctx,
+                o->ctx > 0 ? "--ctx" : "the model's max_seq");
+  ML_TRY(ml_check_ram(rope_bytes, what, ": lower the context (--ctx)", err));
   ML_TRY(build_rope(m, err));
   if (o->pack) {
     const ml_pack_params pp = ml_op_pack_params();
