@@ -27,7 +27,8 @@ int report(const char* prog, const ml_error& err);
 int usage_error(const char* prog, const std::string& message);
 
 // Parses argv. Returns -1 when the program should continue, else the exit code to return now
-// (0 after --help, EXIT_USAGE after a parse error, whose message names the option).
+// (0 after --help, EXIT_USAGE after a parse error, whose message names the option). Every named
+// option's value must be non-empty, and an integer option's plain decimal within its type.
 int parse(CLI::App& app, const char* prog, int argc, char** argv);
 
 // Parses "1 2 3" (spaces, tabs, newlines or commas between decimal ids) strictly: every item must

@@ -217,7 +217,7 @@ TEST_CASE("limits: 100,000 tensors are checked and looked up without quadratic w
   expect_fail(d, ML_E_FORMAT, "overlaps tensor");
 }
 
-TEST_CASE("limits: the default context is max_seq capped at 4096; an explicit one is not", "[limits]") {
+TEST_CASE("limits: the default context is max_seq capped at 4096, an explicit one is not", "[limits]") {
   ml_fixture_shape s;
   s.max_seq = ML_LIMIT_MAX_SEQ;
   const bytes b = ml_fixture_model(ml_fixture_tmp("limits_bigseq.mlb"), s);
