@@ -148,6 +148,8 @@ def catalogue():
                      ("--tokens", ""), ("--dump-logits", ""), ("--ctx", ""), ("-n", "")):
         expect([run_, model, opt, val] + (["-n", "1"] if opt != "-n" else []), 2,
                ("--steps" if opt == "-n" else opt))
+    rc, err, _, _ = run_child([run_, model, "-p", "", "-n", "1", "--temp", "0"])
+    check(rc == 0, "-p '' (BOS alone) must still run: exit %d %r" % (rc, err[-200:]))
     expect([conv, "random", "--dim", 64, "--hidden", 64, "--layers", 1, "--heads", 2, "--kv-heads", 1, "--vocab", 32,
             "--max-seq", 16, "--seed", "18446744073709551616", "-o", out], 2, "--seed")
     expect([ENV.exe("ml_tok"), model, "encode", "hi", "--vocab", ""], 2, "--vocab")

@@ -49,10 +49,18 @@ std::string check_decimal(const std::string& v, bool is_unsigned) {
   return std::string();
 }
 
+std::vector<const CLI::Option*>& may_be_empty() {
+  static std::vector<const CLI::Option*> v;
+  return v;
+}
+
 void make_strict(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     if (!opt->nonpositional() || opt->get_type_size_max() == 0) continue;  // positionals, flags
     const std::string type = opt->get_type_name();
+    bool empty_ok = false;
+    for (const CLI::Option* e : may_be_empty()) empty_ok = empty_ok || e == opt;
+    if (empty_ok && type != "UINT" && type != "INT") continue;
     opt->check(CLI::Validator(
         [type](std::string& v) -> std::string {
           if (v.empty()) return "the value is empty";
@@ -65,6 +73,11 @@ void make_strict(CLI::App& app) {
 }
 
 }  // namespace
+
+CLI::Option* allow_empty(CLI::Option* opt) {
+  may_be_empty().push_back(opt);
+  return opt;
+}
 
 int parse(CLI::App& app, const char* prog, int argc, char** argv) {
   make_strict(app);

@@ -31,6 +31,9 @@ int usage_error(const char* prog, const std::string& message);
 // option's value must be non-empty, and an integer option's plain decimal within its type.
 int parse(CLI::App& app, const char* prog, int argc, char** argv);
 
+// Marks a string option whose empty value means something (ml_run -p '': BOS alone).
+CLI::Option* allow_empty(CLI::Option* opt);
+
 // Parses "1 2 3" (spaces, tabs, newlines or commas between decimal ids) strictly: every item must
 // be a whole int32. On failure returns false and sets *bad to the offending item.
 bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* bad);

@@ -120,7 +120,7 @@ int ml_main(int argc, char** argv) {
   CLI::App app{"ml_run: generate text with a krafla model (.mlb), or dump its logits for a prompt", PROG};
   app.add_option("model", o.model, "model file (.mlb, from ml_convert)")->required();
   app.add_option("-z,--tokenizer", o.tokenizer, "llama2.c tokenizer.bin to use instead of the model's own");
-  app.add_option("-p,--prompt", o.prompt, "prompt text (BOS is prepended)");
+  ml::cli::allow_empty(app.add_option("-p,--prompt", o.prompt, "prompt text (BOS is prepended)"));
   app.add_option("--tokens", o.tokens, "prompt as token ids, \"ID ID ...\", used verbatim (no BOS added)");
   app.add_option("-n,--steps", o.steps, "tokens to generate (default 256)");
   app.add_option("--temp", o.temp, "temperature, 0 = greedy (default 1.0)");
