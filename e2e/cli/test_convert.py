@@ -576,10 +576,16 @@ def test_random(c):
     check(not os.path.exists(out), "a failed random conversion left %s behind" % out)
     c.expect_fail(1, "missing_tok.bin", *random_args(c, RANDOM_SHAPES[0], out), "--tokenizer",
                   c.path("missing_tok.bin"))
-    # A shape whose embedding (vocab x dim floats) overflows the address space: out of memory, exit 1
-    # naming the tensor, decided before any allocation (the converter once died on std::length_error).
-    c.expect_fail(1, "tensor tok_embd", *random_args(c, (4294967264, 32, 1, 1, 1, 4294967295, 8, ["--head-dim", "64"]),
+    # A shape inside the engine's limits whose embedding (vocab x dim floats, 4 TiB) exceeds this
+    # machine's RAM (or the address space): out of memory, exit 1 naming the tensor, decided before
+    # any allocation (the converter once died on std::length_error).
+    c.expect_fail(1, "tensor tok_embd", *random_args(c, (65536, 32, 1, 1, 1, 16777216, 8, ["--head-dim", "64"]),
                                                       out))
+    # Beyond the engine's limits (model/limits.h): refused naming the option, as the loader would.
+    c.expect_fail(2, "--dim 4294967264", *random_args(c, (4294967264, 32, 1, 1, 1, 100, 8, ["--head-dim", "64"]),
+                                                       out))
+    bad("--layers 5000", layers=5000)
+    bad("--max-seq 4294967295", seq=4294967295)
     check(not os.path.exists(out), "an out-of-memory random conversion left %s behind" % out)
 
 

@@ -149,7 +149,7 @@ class Cli(unittest.TestCase):
         out, _ = self.expect(["--help"], 0, "--dump-logits")
         self.assertIn("--kv", out)
 
-    def test_bad_number(self): self.expect([self.model(), "-n", "5x"], 2, "--steps = 5x")
+    def test_bad_number(self): self.expect([self.model(), "-n", "5x"], 2, "--steps: '5x' is not a decimal integer")
     def test_nan_temperature(self): self.expect([self.model(), "--temp", "nan"], 2, "--temp")
     def test_negative_temperature(self): self.expect([self.model(), "--temp", "-1"], 2, "--temp")
     def test_top_p_out_of_range(self): self.expect([self.model(), "--top-p", "1.5"], 2, "--top-p")

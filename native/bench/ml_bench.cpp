@@ -5,6 +5,7 @@
 // builds by running them alternately (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +126,7 @@ ml_status run_together(handles& h, const std::vector<std::vector<int32_t>>& prom
 // best tok/s of each, the load time and the resident memory.
 int bench_model(const model_opts& o) {
   ml_model_params mp{};
+  mp.ctx = o.prefill + o.decode;  // at most INT32_MAX (ml_main); the model refuses more than its max_seq
   mp.no_pack = o.no_pack;
   mp.pack_cache = o.pack_cache;
   ml_exec_params ep{};
@@ -133,14 +135,14 @@ int bench_model(const model_opts& o) {
   handles h;
   ml_error err;
   const double t0 = now();
-  if (ml_model_open(&h.model, o.path.c_str(), &mp, &err) != ML_OK) return ml::cli::report(PROG, err);
+  if (ml_model_open(&h.model, o.path.c_str(), &mp, &err) != ML_OK) {
+    if (err.status != ML_E_ARG) return ml::cli::report(PROG, err);
+    return ml::cli::usage_error(PROG, "--prefill " + std::to_string(o.prefill) + " + --decode " +
+                                          std::to_string(o.decode) + ": " + err.msg);
+  }
   const double load_s = now() - t0;
   const double load_rss = rss_mib(), load_now = rss_mib("VmRSS:");
   const ml_model_info info = ml_model_get_info(h.model);
-  if ((long)o.prefill + o.decode > info.ctx)
-    return ml::cli::usage_error(PROG, "--prefill " + std::to_string(o.prefill) + " + --decode " +
-                                          std::to_string(o.decode) + " exceed the context of " +
-                                          std::to_string(info.ctx));
   if (ml_exec_create(&h.exec, h.model, &ep, &err) != ML_OK) return ml::cli::report(PROG, err);
   ml_session_params sp{};
   sp.ctx = o.prefill + o.decode;  // caches just large enough (the time does not depend on it)
@@ -207,6 +209,11 @@ int ml_main(int argc, char** argv) {
     return ml::cli::usage_error(PROG, "--runs, --prefill, -t and --min-ms must be positive, --decode >= 0, "
                                       "--batch in 0..128, --sessions in 1..256");
   mo.runs = reps;
+  // Checked before any work: the context is prefill + decode positions, an int.
+  if ((int64_t)mo.prefill + mo.decode > INT32_MAX)
+    return ml::cli::usage_error(PROG, "--prefill " + std::to_string(mo.prefill) + " + --decode " +
+                                          std::to_string(mo.decode) + " exceed " + std::to_string(INT32_MAX) +
+                                          " positions (the context must hold both, within the model's max_seq)");
 
   std::printf("build ISA: %s\n", ml_build_isa());
   ml_build_bindings(print_binding, nullptr);

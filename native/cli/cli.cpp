@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace ml::cli {
 
@@ -29,7 +30,57 @@ int usage_error(const char* prog, const std::string& message) {
   return EXIT_USAGE;
 }
 
+namespace {
+
+// Strict values for every named option: none may be empty (CLI11 silently keeps the default for
+// --temp '' or --ctx ''), and integers are plain decimal within their type (CLI11 also takes
+// " 5", "0x10", and turns "-1" or 2^64 into 2^64-1 for an unsigned option).
+std::string check_decimal(const std::string& v, bool is_unsigned) {
+  size_t i = 0;
+  if (!is_unsigned && !v.empty() && v[0] == '-') i = 1;
+  if (i == v.size()) return "'" + v + "' is not a decimal integer";
+  for (size_t j = i; j < v.size(); ++j)
+    if (v[j] < '0' || v[j] > '9')
+      return "'" + v + "' is not a " + std::string(is_unsigned ? "non-negative " : "") + "decimal integer";
+  errno = 0;
+  if (is_unsigned) (void)std::strtoull(v.c_str(), nullptr, 10);
+  else (void)std::strtoll(v.c_str(), nullptr, 10);
+  if (errno == ERANGE) return "'" + v + "' is out of range";
+  return std::string();
+}
+
+std::vector<const CLI::Option*>& may_be_empty() {
+  static std::vector<const CLI::Option*> v;
+  return v;
+}
+
+void make_strict(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (!opt->nonpositional() || opt->get_type_size_max() == 0) continue;  // positionals, flags
+    const std::string type = opt->get_type_name();
+    bool empty_ok = false;
+    for (const CLI::Option* e : may_be_empty()) empty_ok = empty_ok || e == opt;
+    if (empty_ok && type != "UINT" && type != "INT") continue;
+    opt->check(CLI::Validator(
+        [type](std::string& v) -> std::string {
+          if (v.empty()) return "the value is empty";
+          if (type == "UINT" || type == "INT") return check_decimal(v, type == "UINT");
+          return std::string();
+        },
+        "", "strict"));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_strict(*sub);
+}
+
+}  // namespace
+
+CLI::Option* allow_empty(CLI::Option* opt) {
+  may_be_empty().push_back(opt);
+  return opt;
+}
+
 int parse(CLI::App& app, const char* prog, int argc, char** argv) {
+  make_strict(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -27,8 +27,12 @@ int report(const char* prog, const ml_error& err);
 int usage_error(const char* prog, const std::string& message);
 
 // Parses argv. Returns -1 when the program should continue, else the exit code to return now
-// (0 after --help, EXIT_USAGE after a parse error, whose message names the option).
+// (0 after --help, EXIT_USAGE after a parse error, whose message names the option). Every named
+// option's value must be non-empty, and an integer option's plain decimal within its type.
 int parse(CLI::App& app, const char* prog, int argc, char** argv);
+
+// Marks a string option whose empty value means something (ml_run -p '': BOS alone).
+CLI::Option* allow_empty(CLI::Option* opt);
 
 // Parses "1 2 3" (spaces, tabs, newlines or commas between decimal ids) strictly: every item must
 // be a whole int32. On failure returns false and sets *bad to the offending item.

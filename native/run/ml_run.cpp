@@ -94,6 +94,9 @@ void print_setup(const engine& e, const options& o) {
     std::fprintf(stderr, "%d (%.1f MB%s)", info.pack_g, info.packed_bytes / 1e6,
                  info.pack_from_cache ? ", from the pack cache" : info.pack_cache_written ? ", pack cache written" : "");
   std::fprintf(stderr, "\n");
+  if (o.ctx == 0 && info.ctx < info.max_seq)
+    std::fprintf(stderr, "%s: ctx %d is the default cap (the model's max_seq is %d); --ctx N for more\n", PROG,
+                 info.ctx, info.max_seq);
 }
 
 void print_profile(const ml_exec* e) {
@@ -128,7 +131,7 @@ int ml_main(int argc, char** argv) {
   CLI::App app{"ml_run: generate text with a krafla model (.mlb), or dump its logits for a prompt", PROG};
   app.add_option("model", o.model, "model file (.mlb, from ml_convert)")->required();
   app.add_option("-z,--tokenizer", o.tokenizer, "llama2.c tokenizer.bin to use instead of the model's own");
-  app.add_option("-p,--prompt", o.prompt, "prompt text (BOS is prepended)");
+  ml::cli::allow_empty(app.add_option("-p,--prompt", o.prompt, "prompt text (BOS is prepended)"));
   app.add_option("--tokens", o.tokens, "prompt as token ids, \"ID ID ...\", used verbatim (no BOS added)");
   app.add_option("-n,--steps", o.steps, "tokens to generate (default 256)");
   app.add_option("--temp", o.temp, "temperature, 0 = greedy (default 1.0)");
@@ -140,7 +143,7 @@ int ml_main(int argc, char** argv) {
   app.add_flag("--no-pack", o.no_pack, "keep the row-major weight layout (no packed kernels)");
   app.add_flag("--pack-cache", o.pack_cache, "map MODEL.pk<G> with the packed weights, writing it when missing or stale");
   app.add_flag("--profile", o.profile, "print how the forward pass's time splits across its stages");
-  app.add_option("--ctx", o.ctx, "context length (default: the model's max_seq)");
+  app.add_option("--ctx", o.ctx, "context length (default: the model's max_seq, at most 4096)");
   app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
   app.add_option("--dump-logits", o.dump_logits, "feed the prompt and write each position's logits (float32 rows) to FILE");
   app.footer(build_footer());

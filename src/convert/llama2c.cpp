@@ -173,6 +173,9 @@ ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err) {
   h.flags = p.shared ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
   h.bos_id = 1;
   h.eos_id = 2;
+  // The engine's limits (model/limits.h: n_layers, vocab_size, seq_len as max_seq, ...), before any work.
+  const ml_status hs = ml_mlb_check_header(&h, err);
+  if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", path, err ? err->msg : "");
 
   ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, err));
 

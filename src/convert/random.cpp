@@ -12,6 +12,7 @@
 
 #include "convert/convert.h"
 #include "core/checked.h"
+#include "model/limits.h"
 
 namespace {
 
@@ -57,15 +58,16 @@ ml_status check_opts(const cv_random_opts* o, uint32_t* head_dim, ml_error* err)
   struct opt {
     const char* name;
     int64_t v;
-    int64_t min;
+    int64_t min, max;  // max: the engine's limit (model/limits.h)
   };
-  const opt opts[] = {{"--dim", o->dim, 1},     {"--hidden", o->hidden, 1}, {"--layers", o->layers, 1},
-                      {"--heads", o->heads, 1}, {"--kv-heads", o->kv_heads, 1}, {"--vocab", o->vocab, 3},
-                      {"--max-seq", o->max_seq, 1}};
+  const opt opts[] = {{"--dim", o->dim, 1, ML_LIMIT_DIM},          {"--hidden", o->hidden, 1, ML_LIMIT_HIDDEN},
+                      {"--layers", o->layers, 1, ML_LIMIT_LAYERS},  {"--heads", o->heads, 1, ML_LIMIT_HEADS},
+                      {"--kv-heads", o->kv_heads, 1, ML_LIMIT_HEADS}, {"--vocab", o->vocab, 3, ML_LIMIT_VOCAB},
+                      {"--max-seq", o->max_seq, 1, ML_LIMIT_MAX_SEQ}};
   for (const opt& p : opts) {
-    if (p.v < p.min || p.v > (int64_t)UINT32_MAX)
-      return ml_fail(err, ML_E_ARG, "%s %lld is out of range (%lld..%u)", p.name, (long long)p.v, (long long)p.min,
-                     UINT32_MAX);
+    if (p.v < p.min || p.v > p.max)
+      return ml_fail(err, ML_E_ARG, "%s %lld is out of range (%lld..%lld)", p.name, (long long)p.v, (long long)p.min,
+                     (long long)p.max);
   }
   if (o->dim % 32 != 0) return ml_fail(err, ML_E_ARG, "--dim %lld is not a multiple of 32", (long long)o->dim);
   if (o->hidden % 32 != 0) return ml_fail(err, ML_E_ARG, "--hidden %lld is not a multiple of 32", (long long)o->hidden);
@@ -79,8 +81,8 @@ ml_status check_opts(const cv_random_opts* o, uint32_t* head_dim, ml_error* err)
                      (long long)o->heads);
     hd = o->dim / o->heads;
   }
-  if (hd < 2 || hd > 65536 || hd % 2 != 0)
-    return ml_fail(err, ML_E_ARG, "--head-dim %lld must be even and in 2..65536", (long long)hd);
+  if (hd < 2 || hd > ML_LIMIT_HEAD_DIM || hd % 2 != 0)
+    return ml_fail(err, ML_E_ARG, "--head-dim %lld must be even and in 2..%u", (long long)hd, ML_LIMIT_HEAD_DIM);
   if ((o->heads * hd) % 32 != 0 || o->heads * hd > (int64_t)UINT32_MAX)
     return ml_fail(err, ML_E_ARG, "--heads %lld x --head-dim %lld = %lld is not a multiple of 32", (long long)o->heads,
                    (long long)hd, (long long)(o->heads * hd));

@@ -16,6 +16,8 @@
 #include "core/quant_ref.h"
 #include "core/types.h"
 #include "model/format_write.h"
+#include "model/limits.h"
+#include "model/tokenizer/llama2c.h"
 
 namespace {
 
@@ -101,6 +103,7 @@ ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const ch
   // such a request by default) and other libcs out of it.
   if (bytes > (size_t)PTRDIFF_MAX)
     return ml_fail(err, ML_E_NOMEM, "%s: %zu bytes exceed this address space", what, bytes);
+  ML_TRY(ml_check_ram(bytes, what, nullptr, err));
   // calloc: zeros are the FFN padding; and one byte for an empty block, so data is never null.
   void* p = std::calloc(bytes ? bytes : 1, 1);
   if (!p) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes", what, bytes);
@@ -212,6 +215,12 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
 }
 
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
+  // The engine's limits (model/limits.h), checked once more on what is written: the converters
+  // check their inputs first, with messages naming the option or checkpoint field.
+  const ml_status hs = ml_mlb_check_header(&m->h, err);
+  if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", path, err ? err->msg : "");
+  if (m->n_tensors == 0 || m->n_tensors > ML_LIMIT_TENSORS)
+    return ml_fail(err, ML_E_SHAPE, "%s: %zu tensors, outside 1..%u", path, m->n_tensors, ML_LIMIT_TENSORS);
   cv_buf list;
   ML_TRY(cv_alloc(&list, m->n_tensors, sizeof(ml_mlb_tensor_src), err, "%s: the list of %zu tensors", path,
                   m->n_tensors));
@@ -227,30 +236,11 @@ ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
   return ml_mlb_write(path, &m->h, src, m->n_tensors, tok, m->has_tokenizer ? m->tokenizer.size : 0, err);
 }
 
+// The loader's own checks (model/tokenizer/llama2c.h), so the converter writes no tokenizer the
+// engine refuses (a NaN score, a negative length, a max_token_length above the limit).
 ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, const char* path, ml_error* err) {
-  if (size < 4)
-    return ml_fail(err, ML_E_FORMAT, "tokenizer %s: %zu bytes, too short for max_token_length", path, size);
-  const uint32_t max_len = get_u32(data);
-  if (max_len == 0 || max_len > (1u << 20))
-    return ml_fail(err, ML_E_FORMAT, "tokenizer %s: max_token_length %u is not in 1..%u", path, max_len, 1u << 20);
-  size_t pos = 4;
-  for (uint32_t i = 0; i < vocab; ++i) {
-    if (size - pos < 8)
-      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: ends at token %u, but vocab_size is %u", path, i, vocab);
-    const uint32_t len = get_u32(data + pos + 4);
-    if (len > max_len)
-      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u has length %d, more than max_token_length %u", path, i,
-                     (int32_t)len, max_len);
-    pos += 8;
-    if (size - pos < len)
-      return ml_fail(err, ML_E_FORMAT, "tokenizer %s: token %u (length %u) runs past the end of the file", path, i,
-                     len);
-    pos += len;
-  }
-  if (pos != size)
-    return ml_fail(err, ML_E_FORMAT,
-                   "tokenizer %s: %zu bytes follow token %u: it holds more tokens than vocab_size %u", path,
-                   size - pos, vocab - 1, vocab);
+  const ml_status s = ml_tokenizer_check_llama2c(data, size, vocab, err);
+  if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
   return ML_OK;
 }
 

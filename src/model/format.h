@@ -15,6 +15,8 @@ inline constexpr uint32_t ML_MLB_HEADER_SIZE = 256;
 inline constexpr uint32_t ML_MLB_DIR_ENTRY_SIZE = 96;
 inline constexpr uint32_t ML_MLB_NAME_MAX = 48;  // including the terminating NUL
 inline constexpr uint64_t ML_MLB_ALIGN = 64;
+inline constexpr uint32_t ML_MLB_RESERVED_OFFSET = 184;  // header bytes 184..255 are zero
+inline constexpr size_t ML_MLB_NAME_ESC = 4 * ML_MLB_NAME_MAX;  // an escaped name, NUL included
 
 enum ml_arch : uint32_t { ML_ARCH_LLAMA = 0, ML_ARCH_QWEN2 = 1, ML_ARCH_QWEN3 = 2, ML_ARCH_GEMMA3 = 3, ML_ARCH_QWEN35 = 4 };
 // ml_dtype (F32, F16, Q8, Q4): krafla_types.h, through core/status.h.
@@ -77,11 +79,28 @@ struct ml_mlb {
 // done by the loader.
 ml_status ml_mlb_parse(ml_mlb* m, const uint8_t* data, size_t size, ml_error* err);
 
+// Hyperparameters the format allows (model/limits.h bounds, the header table's rules); the
+// converter checks the header it is about to write with it. ML_E_FORMAT/ML_E_SHAPE naming the field.
+ml_status ml_mlb_check_header(const ml_mlb_header* h, ml_error* err);
+
+// A tensor name for messages: printable ASCII as is, every other byte (and '\\') as \xNN.
+void ml_mlb_escape_name(const char* name, char out[ML_MLB_NAME_ESC]);
+
 // Entry i of the directory (i < n_tensors).
 ml_mlb_tensor ml_mlb_tensor_at(const ml_mlb* m, uint32_t i);
 
-// Finds a tensor by name; false when absent.
+// Finds a tensor by name; false when absent. A linear scan: for many lookups use ml_mlb_index.
 bool ml_mlb_find(const ml_mlb* m, const char* name, ml_mlb_tensor* out);
+
+// The directory in name order, for O(log n) lookups (the loader binds every tensor by name).
+struct ml_mlb_index {
+  uint32_t* order = nullptr;  // directory indices sorted by name
+  uint32_t n = 0;
+};
+ml_status ml_mlb_index_build(const ml_mlb* m, ml_mlb_index* idx, ml_error* err);
+// The directory index of the tensor named name, or -1.
+int64_t ml_mlb_index_find(const ml_mlb_index* idx, const ml_mlb* m, const char* name);
+void ml_mlb_index_free(ml_mlb_index* idx);
 
 // Encodes a header into 256 bytes (reserved bytes zero) and an entry into 96 bytes.
 void ml_mlb_encode_header(const ml_mlb_header* h, uint8_t out[ML_MLB_HEADER_SIZE]);

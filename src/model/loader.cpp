@@ -10,6 +10,7 @@
 #include "model/model.h"
 
 #include "core/quant_ref.h"
+#include "model/limits.h"
 #include "model/tensor_table.h"
 #include "model/tokenizer/llama2c.h"
 
@@ -30,22 +31,65 @@ ml_status check_supported(const ml_mlb_header& h, ml_error* err) {
   return ML_OK;
 }
 
-ml_status bind_vector(const ml_model* m, const char* name, uint32_t n, const float** out, ml_error* err) {
+// The directory in name order and which entries the model has bound: every entry must be used,
+// so a file whose n_layers was lowered (or that carries stray tensors) is refused.
+struct binder {
+  ml_mlb_index idx;
+  uint8_t* used = nullptr;  // [n_tensors]
+  ~binder() {
+    ml_mlb_index_free(&idx);
+    std::free(used);
+  }
+};
+
+// Finds name and marks it used; false when absent.
+bool find_tensor(const ml_model* m, binder* b, const char* name, ml_mlb_tensor* out) {
+  const int64_t i = ml_mlb_index_find(&b->idx, &m->mlb, name);
+  if (i < 0) return false;
+  b->used[i] = 1;
+  *out = ml_mlb_tensor_at(&m->mlb, (uint32_t)i);
+  return true;
+}
+
+ml_status bind_vector(const ml_model* m, binder* b, const char* name, uint32_t n, const float** out, ml_error* err) {
   ml_mlb_tensor t;
-  if (!ml_mlb_find(&m->mlb, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
+  if (!find_tensor(m, b, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
   if (t.type != ML_DT_F32) return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected 0 (F32)", name, t.type);
   if (t.rows != 1 || t.cols != n)
     return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected 1 x %u", name, t.rows, t.cols, n);
   *out = reinterpret_cast<const float*>(m->mlb.base + t.data_offset);
+  for (uint32_t i = 0; i < n; ++i)
+    if (!std::isfinite((*out)[i]))
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %u is %g (norm weights must be finite)", name, i,
+                     (double)(*out)[i]);
+  return ML_OK;
+}
+
+// Block scales must be finite: an inf or NaN scale turns every logit into NaN.
+ml_status check_scales(const char* name, const ml_mlb_tensor& t, const uint8_t* d, ml_error* err) {
+  const uint64_t n = t.scale_size / (t.scale_type == ML_SCALE_F16 ? 2 : 4);
+  for (uint64_t i = 0; i < n; ++i) {
+    bool finite;
+    if (t.scale_type == ML_SCALE_F16) {
+      const uint16_t bits = (uint16_t)(d[2 * i] | d[2 * i + 1] << 8);
+      finite = (bits & 0x7c00) != 0x7c00;
+    } else {
+      float f;
+      std::memcpy(&f, d + 4 * i, 4);
+      finite = std::isfinite(f);
+    }
+    if (!finite)
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: block scale %llu is not finite", name, (unsigned long long)i);
+  }
   return ML_OK;
 }
 
 // Binds a weight matrix of its own type (Q8 or Q4) and checks its quants: a Q8 quant of -128 is
 // outside the format.
-ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32_t cols, ml_qtensor* out,
+ml_status bind_matrix(const ml_model* m, binder* b, const char* name, uint32_t rows, uint32_t cols, ml_qtensor* out,
                       ml_error* err) {
   ml_mlb_tensor t;
-  if (!ml_mlb_find(&m->mlb, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
+  if (!find_tensor(m, b, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
   if (t.type != ML_DT_Q8 && t.type != ML_DT_Q4)
     return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected a weight type (2 Q8 or 3 Q4)", name, t.type);
   if (t.rows != rows || t.cols != cols)
@@ -56,6 +100,7 @@ ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32
   out->rows = (int)rows;
   out->cols = (int)cols;
   out->d_f16 = t.scale_type == ML_SCALE_F16;
+  ML_TRY(check_scales(name, t, m->mlb.base + t.scale_offset, err));
   if (t.type == ML_DT_Q8) {
     const int8_t* q = static_cast<const int8_t*>(out->q);
     for (uint64_t i = 0; i < t.data_size; ++i)
@@ -73,18 +118,18 @@ ml_status bind_matrix(const ml_model* m, const char* name, uint32_t rows, uint32
 // Binds one row of the tensor table (model/tensor_table.h) into owner; an absent optional
 // tensor stays null, and a tensor the header says is absent must not be in the file.
 template <class Owner>
-ml_status bind_row(const ml_model* m, const ml_tensor_row<Owner>& r, const char* name, Owner* owner, ml_error* err) {
+ml_status bind_row(const ml_model* m, binder* b, const ml_tensor_row<Owner>& r, const char* name, Owner* owner,
+                   ml_error* err) {
   const ml_mlb_header& h = m->mlb.h;
   if (!ml_tensor_present(r, h)) {
-    ml_mlb_tensor unused;
-    if (ml_mlb_find(&m->mlb, name, &unused))
+    if (ml_mlb_index_find(&b->idx, &m->mlb, name) >= 0)
       return ml_fail(err, ML_E_SHAPE, "tensor %s is present but the header's flags 0x%x say the model has none", name,
                      h.flags);
     return ML_OK;
   }
   const uint32_t rows = ml_tdim_size(r.rows, h), cols = ml_tdim_size(r.cols, h);
-  if (r.vec) return bind_vector(m, name, cols, &(owner->*r.vec), err);
-  return bind_matrix(m, name, rows, cols, &(owner->*r.mat), err);
+  if (r.vec) return bind_vector(m, b, name, cols, &(owner->*r.vec), err);
+  return bind_matrix(m, b, name, rows, cols, &(owner->*r.mat), err);
 }
 
 // The attention of a layer: every layer of a Llama attends to the whole context with the
@@ -110,7 +155,7 @@ ml_status bind_all(ml_model* m, ml_error* err) {
   c.n_kv_heads = (int)h.n_kv_heads;
   c.head_dim = (int)h.head_dim;
   c.vocab_size = (int)h.vocab_size;
-  c.max_seq = (int)(h.max_seq > (1u << 30) ? (1u << 30) : h.max_seq);
+  c.max_seq = (int)h.max_seq;  // at most ML_LIMIT_MAX_SEQ (ml_mlb_parse)
   c.q_dim = c.n_heads * c.head_dim;
   c.kv_dim = c.n_kv_heads * c.head_dim;
   c.norm_eps = h.norm_eps;
@@ -122,7 +167,11 @@ ml_status bind_all(ml_model* m, ml_error* err) {
   m->rope.n_rot = c.head_dim;
   m->rope.theta = (double)h.rope_theta;
 
-  for (const ml_model_row& r : ML_MODEL_TENSORS) ML_TRY(bind_row(m, r, r.name, m, err));
+  binder b;
+  ML_TRY(ml_mlb_index_build(&m->mlb, &b.idx, err));
+  b.used = static_cast<uint8_t*>(std::calloc(h.n_tensors, 1));
+  if (!b.used) return ml_fail(err, ML_E_NOMEM, "cannot allocate the use marks of %u tensors", h.n_tensors);
+  for (const ml_model_row& r : ML_MODEL_TENSORS) ML_TRY(bind_row(m, &b, r, r.name, m, err));
   if (c.tied) m->output = m->tok_embd;
   m->layers = static_cast<ml_layer*>(std::calloc(h.n_layers, sizeof(ml_layer)));
   if (!m->layers) return ml_fail(err, ML_E_NOMEM, "cannot allocate %u layer descriptors", h.n_layers);
@@ -131,10 +180,19 @@ ml_status bind_all(ml_model* m, ml_error* err) {
     for (const ml_layer_row& r : ML_LAYER_TENSORS) {
       char name[ML_MLB_NAME_MAX];
       std::snprintf(name, sizeof name, "blk.%u.%s", l, r.name);
-      ML_TRY(bind_row(m, r, name, L, err));
+      ML_TRY(bind_row(m, &b, r, name, L, err));
     }
     describe_layer(m, L);
   }
+  for (uint32_t i = 0; i < h.n_tensors; ++i)
+    if (!b.used[i]) {
+      char name[ML_MLB_NAME_ESC];
+      ml_mlb_escape_name(ml_mlb_tensor_at(&m->mlb, i).name, name);
+      return ml_fail(err, ML_E_SHAPE,
+                     "tensor %s is not used by this model (n_layers %u, flags 0x%x): a stray tensor, or a header "
+                     "that lists fewer layers than the file holds",
+                     name, h.n_layers, h.flags);
+    }
   return ML_OK;
 }
 

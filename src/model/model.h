@@ -88,7 +88,7 @@ ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_er
 
 // What ml_model_prepare does after loading.
 struct ml_model_options {
-  int ctx = 0;                          // 0: the model's max_seq
+  int ctx = 0;                          // 0: the model's max_seq, at most ML_DEFAULT_CTX_CAP
   bool pack = true;                     // pack the weights when the build has packed kernels
   const char* pack_cache = nullptr;     // path of the pack cache to map or write; null: none
   const char* tokenizer_path = nullptr; // a llama2.c tokenizer.bin replacing the model's own

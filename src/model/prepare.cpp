@@ -1,9 +1,11 @@
 // ml_model_prepare: what a loaded model needs before it runs -- its RoPE tables, its packed
 // weights and its tokenizer. Everything here is done once per model, however many sessions use it.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/checked.h"
+#include "model/limits.h"
 #include "model/model.h"
 #include "model/pack.h"
 #include "model/tokenizer/llama2c.h"
@@ -54,7 +56,20 @@ ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err
   if (!o) o = &none;
   if (o->ctx < 0 || o->ctx > m->cfg.max_seq)
     return ml_fail(err, ML_E_ARG, "context length %d is outside 1..%d (the model's max_seq)", o->ctx, m->cfg.max_seq);
-  m->ctx = o->ctx > 0 ? o->ctx : m->cfg.max_seq;
+  // Without a request the context is the model's max_seq, capped: a max_seq of millions would
+  // otherwise size (and zero) gigabytes of cache that a short prompt never uses.
+  m->ctx = o->ctx > 0 ? o->ctx : m->cfg.max_seq < ML_DEFAULT_CTX_CAP ? m->cfg.max_seq : ML_DEFAULT_CTX_CAP;
+  // Before any table is built: the RoPE tables plus the smallest KV cache a session of this
+  // context can have (q8: one byte per value, and a float scale per head) must fit in RAM.
+  const ml_config& c = m->cfg;
+  const uint64_t ctx = (uint64_t)m->ctx, L = (uint64_t)c.n_layers;
+  const uint64_t rope_bytes = ctx * (uint64_t)(m->rope.n_rot / 2) * 2 * sizeof(float);
+  const uint64_t kv_min = 2 * ctx * L * ((uint64_t)c.kv_dim + 4 * (uint64_t)c.n_kv_heads);  // < 2^63 by the limits
+  char what[192];
+  std::snprintf(what, sizeof what,
+                "a context of %d (%s: RoPE tables and at least a q8 KV cache of %d layers x kv_dim %d)", m->ctx,
+                o->ctx > 0 ? "--ctx" : "the model's max_seq", c.n_layers, c.kv_dim);
+  ML_TRY(ml_check_ram(rope_bytes + kv_min, what, ": lower the context (--ctx)", err));
   ML_TRY(build_rope(m, err));
   if (o->pack) {
     const ml_pack_params pp = ml_op_pack_params();

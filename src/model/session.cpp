@@ -1,6 +1,9 @@
 #include "model/session.h"
 
+#include <cstdio>
+
 #include "core/checked.h"
+#include "model/limits.h"
 
 namespace {
 
@@ -59,6 +62,15 @@ ml_status ml_session_init(ml_session* s, const ml_model* m, const ml_session_opt
   s->model = m;
   ML_TRY(resolve(m, p, &s->p, err));
   ML_TRY(carve(s, m->cfg, err));  // planning pass
+  // Almost all of it is the KV cache: a request the machine could never hold fails now, naming
+  // what sized it, instead of an arena failure (or, with overcommit, zeroing swap) later.
+  char what[160];
+  std::snprintf(what, sizeof what, "the session (a KV cache of %d positions x %d layers x kv_dim %d, kv type %s)",
+                s->p.ctx, m->cfg.n_layers, m->cfg.kv_dim,
+                s->p.kv == ML_KV_F32 ? "f32" : s->p.kv == ML_KV_F16 ? "f16" : "q8");
+  ML_TRY(ml_check_ram(s->arena.used, what,
+                      s->p.kv == ML_KV_F32 ? ": lower the context (--ctx) or use --kv q8"
+                                           : ": lower the context (--ctx)", err));
   ML_TRY(ml_arena_alloc(&s->arena, err));
   ml_status st = carve(s, m->cfg, err);
   if (st == ML_OK)  // greedy until the caller sets its sampling

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "convert/convert.h"
+#include "model/limits.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -146,23 +148,37 @@ TEST_CASE("convert: a bad tokenizer is ML_E_FORMAT naming the file", "[convert]"
   std::string needle;
   SECTION("truncated between tokens") {
     spit(bad, tok.data(), tok.size() / 2);  // tok512.bin's middle falls between tokens 221 and 222
-    needle = "ends at token 222, but vocab_size is 512";
+    needle = "token 222: score truncated";
   }
   SECTION("truncated inside the last token") {
     spit(bad, tok.data(), tok.size() - 1);
-    needle = "token 511 (length ";
+    needle = "token 511: bytes truncated";
   }
   SECTION("max_token_length 0") {
     std::vector<char> z = tok;
     std::memset(z.data(), 0, 4);
     spit(bad, z.data(), z.size());
-    needle = "max_token_length 0";
+    needle = "max_token_length 0 is out of range";
   }
   SECTION("trailing bytes") {
     std::vector<char> z = tok;
     z.push_back(0);
     spit(bad, z.data(), z.size());
     needle = "1 bytes follow token 511";
+  }
+  SECTION("a NaN score (the loader refuses it, so the converter must)") {
+    std::vector<char> z = tok;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(z.data() + 4 + 8 + 5, &nan, 4);  // token 1's score (token 0 is "<unk>": 5 bytes)
+    spit(bad, z.data(), z.size());
+    needle = "score is NaN";
+  }
+  SECTION("max_token_length above the limit") {
+    std::vector<char> z = tok;
+    const int32_t big = (int32_t)ML_LIMIT_TOKEN_BYTES + 1;
+    std::memcpy(z.data(), &big, 4);
+    spit(bad, z.data(), z.size());
+    needle = "max_token_length 1048577 is out of range";
   }
   for (const bool llama2c : {true, false}) {
     ml_error err;
@@ -176,7 +192,7 @@ TEST_CASE("convert: a bad tokenizer is ML_E_FORMAT naming the file", "[convert]"
       CHECK(cv_random(&o, &err) == ML_E_FORMAT);
     }
     INFO((llama2c ? "llama2c: " : "random: ") << err.msg);
-    CHECK(contains(err.msg, "tokenizer " + bad));
+    CHECK(contains(err.msg, bad + ": tokenizer: "));
     CHECK(contains(err.msg, needle));
     CHECK_FALSE(fs::exists(out));
   }
@@ -194,28 +210,41 @@ TEST_CASE("convert: null paths are ML_E_ARG naming the option", "[convert]") {
   CHECK(contains(err.msg, "--output"));
 }
 
-// Each shape passes the option checks, and its first tensor (tok_embd, vocab x dim floats) cannot
-// be allocated: the product overflows size_t, or the bytes exceed PTRDIFF_MAX. Both are decided
-// from the sizes alone (cv_alloc), so the test asks for no memory and runs at once; the old
-// std::vector-based converter died on std::length_error here.
+// A shape inside the engine's limits whose first tensor (tok_embd, vocab x dim floats: 4 TiB)
+// cannot be allocated: more than this machine's RAM, or (32-bit, wasm) more than the address
+// space. Decided from the sizes alone (cv_alloc), so the test asks for no memory and runs at
+// once; the old std::vector-based converter died on std::length_error here.
 TEST_CASE("convert: a random shape too large to allocate is ML_E_NOMEM naming the tensor", "[convert]") {
   tmp_dir d;
   const std::string out = d / "huge.mlb";
   cv_random_opts o = small_shape(out);
   o.heads = 1, o.kv_heads = 1, o.head_dim = 64;
-  SECTION("vocab x dim x 4 bytes overflow size_t") {
-    o.dim = 4294967264;  // the largest multiple of 32 below 2^32
-    o.vocab = 4294967295;
-  }
-  SECTION("vocab x dim x 4 bytes exceed PTRDIFF_MAX") {
-    o.dim = (1ll << 30) + 32;
-    o.vocab = 1ll << 31;
-  }
+  o.dim = ML_LIMIT_DIM;
+  o.vocab = ML_LIMIT_VOCAB;
   ml_error err;
   CHECK(cv_random(&o, &err) == ML_E_NOMEM);
   INFO(err.msg);
   CHECK(err.status == ML_E_NOMEM);
   CHECK(contains(err.msg, "tensor tok_embd"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+// The converter refuses what the loader refuses (model/limits.h), naming the option, before any
+// work: these shapes were once written (n_layers 5000, max_seq 2^32-1) or died allocating.
+TEST_CASE("convert: shapes beyond the engine's limits are ML_E_ARG naming the option", "[convert][limits]") {
+  tmp_dir d;
+  const std::string out = d / "big.mlb";
+  cv_random_opts o = small_shape(out);
+  std::string needle;
+  SECTION("--layers") { o.layers = ML_LIMIT_LAYERS + 1; needle = "--layers 4097"; }
+  SECTION("--max-seq") { o.max_seq = 4294967295ll; needle = "--max-seq 4294967295"; }
+  SECTION("--vocab") { o.vocab = 4294967295ll; needle = "--vocab"; }
+  SECTION("--dim") { o.dim = 4294967264ll; needle = "--dim"; }
+  SECTION("--head-dim") { o.head_dim = ML_LIMIT_HEAD_DIM + 2; needle = "--head-dim"; }
+  ml_error err;
+  CHECK(cv_random(&o, &err) == ML_E_ARG);
+  INFO(err.msg);
+  CHECK(contains(err.msg, needle));
   CHECK_FALSE(fs::exists(out));
 }
 

@@ -49,7 +49,7 @@ const char* ml_cpu_missing(const char* isa);
 
 typedef struct ml_model_params {
   const char* tokenizer_path; /* llama2.c tokenizer.bin replacing the model's own; may be NULL */
-  int ctx;                    /* the longest context of any session; 0 = the model's max_seq */
+  int ctx;                    /* the longest context of any session; 0 = the model's max_seq, at most 4096 */
   int no_pack;                /* keep the row-major layout even when the build has packed kernels */
   int pack_cache;             /* map (or write) MODEL.pk<G> instead of packing at every load */
 } ml_model_params;

@@ -17,6 +17,7 @@
 #include <new>
 
 #include "core/checked.h"
+#include "model/limits.h"
 
 static_assert(std::endian::native == std::endian::little, "tokenizer.bin is little-endian; add byte swaps");
 
@@ -92,14 +93,15 @@ ml_status scan(const uint8_t* data, size_t size, uint32_t vocab_size, int32_t* m
                size_t* text_bytes, ml_error* err) {
   if (size < 4) return ml_fail(err, ML_E_FORMAT, "tokenizer: max_token_length truncated (%zu bytes, need 4)", size);
   *max_len = read_i32(data);
-  if (*max_len <= 0)
-    return ml_fail(err, ML_E_FORMAT, "tokenizer: max_token_length %d must be positive", (int)*max_len);
+  if (*max_len <= 0 || *max_len > (int32_t)ML_LIMIT_TOKEN_BYTES)
+    return ml_fail(err, ML_E_FORMAT, "tokenizer: max_token_length %d is out of range 1..%u", (int)*max_len,
+                   ML_LIMIT_TOKEN_BYTES);
   size_t pos = 4, total = 0;
   uint32_t i = 0;
   for (;; i++) {
     if (vocab_size != 0 && i == vocab_size) break;
     if (vocab_size == 0 && pos == size) break;
-    if (i == (uint32_t)INT32_MAX - 1) return ml_fail(err, ML_E_FORMAT, "tokenizer: more than %u tokens", i);
+    if (i == ML_LIMIT_VOCAB) return ml_fail(err, ML_E_FORMAT, "tokenizer: more than %u tokens", i);
     if (size - pos < 8)
       return ml_fail(err, ML_E_FORMAT, "tokenizer: token %u: %s truncated at byte %zu (file has %zu bytes)", i,
                      size - pos < 4 ? "score" : "len", pos, size);
@@ -195,6 +197,13 @@ struct Encoder {
 };
 
 }  // namespace
+
+ml_status ml_tokenizer_check_llama2c(const uint8_t* data, size_t size, uint32_t vocab_size, ml_error* err) {
+  int32_t max_len;
+  uint32_t n;
+  size_t text;
+  return scan(data, size, vocab_size, &max_len, &n, &text, err);
+}
 
 ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, size_t size, uint32_t vocab_size,
                                     ml_error* err) {

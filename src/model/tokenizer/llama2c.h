@@ -26,6 +26,10 @@ struct ml_tokenizer;
 ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, size_t size, uint32_t vocab_size,
                                     ml_error* err);
 
+// The checks of ml_tokenizer_load_llama2c alone, allocating nothing (the converter refuses what
+// the loader would refuse with it).
+ml_status ml_tokenizer_check_llama2c(const uint8_t* data, size_t size, uint32_t vocab_size, ml_error* err);
+
 void ml_tokenizer_free(ml_tokenizer* t);
 
 // Sets the BOS and EOS ids (a .mlb header's bos_id/eos_id); ML_E_ARG when out of range.
