@@ -201,9 +201,9 @@ class Signal(Case):
     """SIGTERM or SIGINT while ml_convert writes removes its temporary file, and the process dies of
     that signal. (Before: a multi-GB big.mlb.tmp.<pid> stayed behind.)"""
 
-    # About 330 MB: long enough to write (and fsync) that the signal lands while the temporary
-    # file exists; the model is built in memory first.
-    BIG = ["--dim", "32", "--hidden", "32", "--layers", "40000", "--heads", "1", "--kv-heads", "1", "--vocab", "32",
+    # About 480 MB (4096 layers, the most the format allows): long enough to write (and fsync)
+    # that the signal lands while the temporary file exists; the model is built in memory first.
+    BIG = ["--dim", "128", "--hidden", "128", "--layers", "4096", "--heads", "1", "--kv-heads", "1", "--vocab", "32",
            "--max-seq", "8"]
 
     def check(self, sig):
