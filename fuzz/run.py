@@ -72,7 +72,9 @@ def write_dict(a, name, words):
     path = os.path.join(a.work, name, "options.dict")
     with open(path, "w") as f:
         for w in words:
-            f.write('"%s\\n"\n' % w.replace("\\", "\\\\").replace('"', '\\"'))
+            # libFuzzer's dictionary escapes are \\, \" and \xNN only: each word ends in a newline,
+            # the harnesses' argument separator.
+            f.write('"%s\\x0A"\n' % w.replace("\\", "\\\\").replace('"', '\\"'))
     return path
 
 
