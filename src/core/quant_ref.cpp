@@ -57,10 +57,11 @@ void ml_quantize_q4_ref(uint8_t* q, float* d, const float* x, size_t n) {
     d[b] = db;
     uint8_t* qb = q + b * (ML_QK / 2);
     for (int j = 0; j < ML_QK / 2; ++j) {
-      int lo = static_cast<int>(xb[j] * id + 8.5f);
-      int hi = static_cast<int>(xb[j + 16] * id + 8.5f);
-      lo = lo > 15 ? 15 : (lo < 0 ? 0 : lo);
-      hi = hi > 15 ? 15 : (hi < 0 ? 0 : hi);
+      // Clamped to [0, 15] as floats, then truncated: the same nibble as truncating first for any
+      // finite value, and defined when a subnormal block max makes id infinite (x * id = -inf or
+      // NaN, whose conversion to int is undefined; found by fuzz/llama2c).
+      const int lo = static_cast<int>(std::fmin(std::fmax(xb[j] * id + 8.5f, 0.0f), 15.0f));
+      const int hi = static_cast<int>(std::fmin(std::fmax(xb[j + 16] * id + 8.5f, 0.0f), 15.0f));
       qb[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
   }

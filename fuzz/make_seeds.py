@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora of fuzz/corpus/ (small by design: tiny models and files, a few
+hundred KB in all). Seeds too large to commit (stories260K converted, the 32000-token tokenizer)
+are made at run time by run.py. Run again after a format change:
+
+  fuzz/make_seeds.py --convert build/scalar/bin/ml_convert [--shared ../shared]
+
+Deterministic: ml_convert random is seeded, and the rest is fixed bytes."""
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tokenizer(pieces, max_len=None):
+    """A llama2.c tokenizer.bin: i32 max_token_length, then per token f32 score, i32 len, bytes."""
+    max_len = max_len if max_len is not None else max(len(p) for p in pieces)
+    out = struct.pack("<i", max_len)
+    for i, p in enumerate(pieces):
+        out += struct.pack("<fi", -float(i), len(p)) + p
+    return out
+
+
+def tiny_vocab(n):
+    base = [b"<unk>", b"<s>", b"</s>", b" ", b"a", b"b", b" a", b"ab"]
+    return (base + [b"t%d" % i for i in range(len(base), n)])[:n]
+
+
+def checkpoint(dim, hidden, layers, heads, kv_heads, vocab, seq, version=0, shared=True):
+    """A llama2.c float32 checkpoint, legacy (version 0: 7 i32, negative vocab = untied) or version 1
+    ("ak42", 256-byte header), with small deterministic weights."""
+    head = dim // heads
+    kv_dim = head * kv_heads
+    n = vocab * dim + layers * (dim + dim * dim + 2 * dim * kv_dim + dim * dim + dim + 3 * dim * hidden) + dim
+    if version == 0:
+        n += seq * head  # freq_cis_real + freq_cis_imag, half a head each
+    if not shared:
+        n += vocab * dim
+    w = struct.pack("<%df" % n, *[((i * 37) % 17 - 8) / 64.0 for i in range(n)])
+    if version == 0:
+        h = struct.pack("<7i", dim, hidden, layers, heads, kv_heads, vocab if shared else -vocab, seq)
+    else:
+        h = struct.pack("<Ii7iB", 0x616B3432, 1, dim, hidden, layers, heads, kv_heads, vocab, seq, 1 if shared else 0)
+        h += b"\0" * (256 - len(h))
+    return h + w
+
+
+def put(name, fname, data):
+    d = os.path.join(HERE, "corpus", name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, fname), "wb") as f:
+        f.write(data)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--convert", required=True, help="an ml_convert executable")
+    ap.add_argument("--shared", default=os.environ.get("KRAFLA_SHARED", os.path.join(HERE, "..", "..", "shared")))
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp()
+    try:
+        tok8 = os.path.join(tmp, "tok8.bin")
+        open(tok8, "wb").write(tokenizer(tiny_vocab(8)))
+        # mlb_load / mlb_header: tiny random models (Q8 and Q4, f16 scales, tied, half RoPE, GQA,
+        # with and without a tokenizer section).
+        variants = {
+            "q8": [],
+            "q4_f16": ["--wtype", "q4", "--scales", "f16"],
+            "tied_half": ["--tied", "--rope-type", "half"],
+            "gqa_tok": ["--heads", "2", "--kv-heads", "1", "--tokenizer", tok8],
+        }
+        for tag, extra in variants.items():
+            args = {"--dim": "32", "--hidden": "64", "--layers": "1", "--heads": "1", "--kv-heads": "1", "--vocab": "8",
+                    "--max-seq": "8"}
+            for k in ("--heads", "--kv-heads"):
+                if k in extra:
+                    args[k] = extra[extra.index(k) + 1]
+            extra = [x for i, x in enumerate(extra) if not (x in ("--heads", "--kv-heads") or
+                                                          (i and extra[i - 1] in ("--heads", "--kv-heads")))]
+            out = os.path.join(tmp, tag + ".mlb")
+            cmd = [a.convert, "random", "-o", out] + [x for kv in args.items() for x in kv] + extra
+            subprocess.run(cmd, check=True)
+            data = open(out, "rb").read()
+            put("mlb_load", tag + ".mlb", data)
+            put("mlb_header", tag + ".mlb", data[:1024] if len(data) > 1024 else data)
+        # tokenizer_bin: tok512.bin (6 KB) and a few tiny vocabularies.
+        t512 = os.path.join(a.shared, "models", "tok512.bin")
+        if os.path.exists(t512):
+            put("tokenizer_bin", "tok512.bin", open(t512, "rb").read())
+        put("tokenizer_bin", "tiny8.bin", tokenizer(tiny_vocab(8)))
+        put("tokenizer_bin", "bytes.bin", tokenizer([b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % i for i in range(256)] +
+                                                    [b" ", b"ab", b"\xc3\xa9"]))
+        put("tokenizer_bin", "empty_tokens.bin", tokenizer([b"", b"", b"x"], max_len=0))
+        # llama2c: byte 0 mode, u32 checkpoint length, checkpoint, tokenizer (run.py adds stories260K).
+        tok = tokenizer(tiny_vocab(8))
+        for tag, ck, mode in (("legacy", checkpoint(32, 64, 1, 2, 2, 8, 4), 0),
+                              ("legacy_untied_q4", checkpoint(32, 64, 1, 2, 1, 8, 4, shared=False), 1),
+                              ("v1_f16", checkpoint(32, 64, 2, 2, 2, 8, 4, version=1), 2)):
+            put("llama2c", tag, bytes([mode]) + struct.pack("<I", len(ck)) + ck + tok)
+        # tok_text: texts.
+        for i, t in enumerate([b"", b"Once upon a time, there was a little girl named Lily.", b"  leading and  double",
+                               "caf\u00e9 \u20ac \U0001F600 \u4e2d\u6587".encode(), b"\xff\xfe\x80\xc3 broken",
+                               b"tab\tnew\nline\r\0nul", b"<s></s><unk>", b"<0x41>" + b"x" * 300]):
+            put("tok_text", "text%d" % i, t)
+        # The command lines (one argument per line), against the fixtures cli.cpp writes.
+        cli = {
+            "cli_run": [["m.mlb", "-p", "Once upon a time", "-n", "8", "--temp", "0"],
+                        ["m.mlb", "--tokens", "1 2 3", "-n", "2", "--seed", "7", "--top-k", "5", "--top-p", "0.5"],
+                        ["r.mlb", "--tokens", "1,2", "--dump-logits", "out.bin"],
+                        ["m.mlb", "-p", "hi", "-n", "4", "-t", "2", "--batch", "3", "--kv", "q8", "--ctx", "16",
+                         "--pack-cache", "--profile"],
+                        ["m.mlb", "-z", "tok.bin", "-p", "x", "-n", "1", "--no-pack", "--kv", "f16"], ["--help"], []],
+            "cli_tok": [["tok.bin", "encode", "Once upon a time", "--bos"], ["m.mlb", "decode", "1 2 3 400"],
+                        ["tok.bin", "encode", "--vocab", "512", "caf\u00e9"], ["r.mlb", "encode", "x"], ["--help"]],
+            "cli_convert": [["llama2c", "ck.bin", "--tokenizer", "tok.bin", "-o", "o.mlb", "--wtype", "q4"],
+                            ["random", "--dim", "32", "--hidden", "32", "--layers", "1", "--heads", "1", "--kv-heads", "1",
+                             "--vocab", "8", "--max-seq", "8", "-o", "o.mlb", "--seed", "3", "--tied", "--rope-type",
+                             "half", "--scales", "f16"],
+                            ["random", "--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                             "--head-dim", "8", "--vocab", "512", "--max-seq", "16", "--tokenizer", "tok.bin", "-o", "o.mlb"],
+                            ["--help"], ["random", "--help"]],
+            "cli_bench": [["--model", "m.mlb", "--prefill", "4", "-n", "4", "--runs", "1"],
+                          ["--model", "r.mlb", "--prefill", "2", "-n", "2", "--runs", "1", "--sessions", "2", "-t", "2",
+                           "--batch", "2", "--pack-cache"], ["--model", "m.mlb", "--no-pack", "--runs", "1", "-n", "1",
+                                                             "--prefill", "1"], ["--help"]],
+        }
+        for name, lines in cli.items():
+            for i, argv in enumerate(lines):
+                put(name, "args%d" % i, "\n".join(argv).encode())
+    finally:
+        shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Runs one libFuzzer harness of fuzz/ (docs/reliability.md, "Fuzzing").
+
+  run.py NAME --bin BUILD/bin --seconds S --work DIR [--shared DIR] [--json FILE]
+
+It replays the committed corpus fuzz/corpus/NAME/ (regression inputs included: a crash there
+fails the run), adds the seeds generated from shared/ (converted models, the checkpoint), then
+fuzzes for S seconds (0: replay only). The growing corpus lives in DIR/NAME/corpus and is kept
+between runs; crashes go to DIR/NAME/artifacts/. Prints one summary line (executions, libFuzzer's
+cov and ft, corpus size, findings) and, with --json, writes it as JSON for scripts/fuzz.
+Exit status: 0 when nothing was found, 1 on a finding (the reproducer's path is printed).
+Uses the Python standard library only."""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Per harness: libFuzzer options beyond the common ones.
+OPTIONS = {
+    "mlb_load": ["-max_len=65536"],
+    "mlb_header": ["-max_len=1024"],
+    "tokenizer_bin": ["-max_len=65536"],
+    "llama2c": ["-max_len=65536"],
+    "tok_text": ["-max_len=4096"],
+    "pack_cache": [],
+    "cli_run": ["-max_len=512", "-close_fd_mask=2"],
+    "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
+    "cli_convert": ["-max_len=512", "-close_fd_mask=2"],
+    "cli_bench": ["-max_len=512", "-close_fd_mask=2"],
+}
+CLI_APP = {"cli_run": "ml_run", "cli_tok": "ml_tok", "cli_convert": "ml_convert", "cli_bench": "ml_bench"}
+
+
+def gen_seeds(name, a, seeds):
+    """Seeds from shared/ that are too large to commit, made fresh by this build's ml_convert."""
+    models = os.path.join(a.shared, "models")
+    ckpt, tok = os.path.join(models, "stories260K.bin"), os.path.join(models, "tok512.bin")
+    have = os.path.exists(ckpt) and os.path.exists(tok)
+    if name == "mlb_load" and have:
+        for wtype, scales in (("q8", "f32"), ("q4", "f16")):
+            out = os.path.join(seeds, "stories260K_%s_%s.mlb" % (wtype, scales))
+            if not os.path.exists(out):
+                subprocess.run([os.path.join(a.bin, "ml_convert"), "llama2c", ckpt, "--tokenizer", tok, "-o", out,
+                                "--wtype", wtype, "--scales", scales], check=True, capture_output=True)
+    if name == "llama2c" and have:
+        out = os.path.join(seeds, "stories260K")
+        if not os.path.exists(out):
+            c = open(ckpt, "rb").read()
+            open(out, "wb").write(b"\0" + struct.pack("<I", len(c)) + c + open(tok, "rb").read())
+    if name == "tokenizer_bin":
+        big = os.path.join(models, "tokenizer.bin")
+        if os.path.exists(big):
+            shutil.copy(big, os.path.join(seeds, "tokenizer32000.bin"))
+    if name in CLI_APP:
+        # A dictionary of the program's option names and choices, from its --help.
+        out = subprocess.run([os.path.join(a.bin, CLI_APP[name]), "--help"], capture_output=True, text=True).stdout
+        words = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", out))
+        words |= {"m.mlb", "r.mlb", "tok.bin", "ck.bin", "encode", "decode", "llama2c", "random", "q8", "q4", "f16",
+                  "f32", "half", "interleaved", "-1", "0", "1", "4294967296", "nan", "inf", "1e40", "0x7fffffff"}
+        return ["-dict=" + write_dict(a, name, sorted(words))]
+    return []
+
+
+def write_dict(a, name, words):
+    path = os.path.join(a.work, name, "options.dict")
+    with open(path, "w") as f:
+        for w in words:
+            # libFuzzer's dictionary escapes are \\, \" and \xNN only: each word ends in a newline,
+            # the harnesses' argument separator.
+            f.write('"%s\\x0A"\n' % w.replace("\\", "\\\\").replace('"', '\\"'))
+    return path
+
+
+def cpu_lacks_isa(a):
+    guard = os.path.join(a.bin, "ml_tok")
+    if not os.path.exists(guard):
+        return None
+    r = subprocess.run([guard, "--help"], capture_output=True, text=True)
+    return r.stderr.strip() if r.returncode == 3 else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("name", choices=sorted(OPTIONS))
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--shared", default=os.environ.get("KRAFLA_SHARED", os.path.join(HERE, "..", "..", "shared")))
+    ap.add_argument("--json")
+    ap.add_argument("--fresh", action="store_true", help="start from the seeds alone (drop the kept corpus)")
+    a = ap.parse_args()
+    a.bin, a.work, a.shared = os.path.abspath(a.bin), os.path.abspath(a.work), os.path.abspath(a.shared)
+
+    missing = cpu_lacks_isa(a)
+    if missing:
+        print("SKIP (CPU): " + missing)
+        return 0
+    d = os.path.join(a.work, a.name)
+    corpus, seeds, artifacts = (os.path.join(d, x) for x in ("corpus", "seeds", "artifacts"))
+    if a.fresh:
+        shutil.rmtree(corpus, ignore_errors=True)
+    for x in (corpus, seeds, artifacts):
+        os.makedirs(x, exist_ok=True)
+    extra = gen_seeds(a.name, a, seeds)
+    committed = os.path.join(HERE, "corpus", a.name)
+    dirs = [corpus, seeds] + ([committed] if os.path.isdir(committed) else [])
+    env = dict(os.environ, ML_FUZZ_SEED_DIR=seeds, KRAFLA_SHARED=a.shared,
+               ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:" + os.environ.get("ASAN_OPTIONS", ""),
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:" + os.environ.get("UBSAN_OPTIONS", ""))
+    before = set(os.listdir(artifacts))
+    cmd = [os.path.join(a.bin, "fuzz_" + a.name), "-max_total_time=%d" % max(a.seconds, 1), "-timeout=30",
+           "-rss_limit_mb=3072", "-print_final_stats=1", "-artifact_prefix=" + artifacts + "/"]
+    if a.seconds == 0:
+        cmd.append("-runs=0")  # replay the corpus only
+    cmd += OPTIONS[a.name] + extra + dirs
+    start = time.time()
+    log_path = os.path.join(d, "log.txt")
+    with open(log_path, "w") as log:
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+    elapsed = time.time() - start
+    log = open(log_path, errors="replace").read()
+
+    def last(pattern, default=0):
+        m = re.findall(pattern, log)
+        return int(m[-1]) if m else default
+
+    found = sorted(set(os.listdir(artifacts)) - before)
+    res = {"name": a.name, "seconds": round(elapsed), "execs": last(r"stat::number_of_executed_units:\s*(\d+)"),
+           "cov": last(r"\bcov: (\d+)"), "ft": last(r"\bft: (\d+)"), "corpus": last(r"\bcorp: (\d+)"),
+           "rc": rc, "findings": [os.path.join(artifacts, f) for f in found]}
+    if rc != 0 and not found:
+        res["findings"] = ["(exit status %d without an artifact: see %s)" % (rc, log_path)]
+    print("fuzz %s: %d execs in %d s (%d/s), cov %d ft %d, corpus %d; %s" % (
+        a.name, res["execs"], res["seconds"], res["execs"] // max(res["seconds"], 1), res["cov"], res["ft"],
+        res["corpus"], "findings: " + " ".join(res["findings"]) if res["findings"] else "no findings"))
+    if rc != 0:
+        # The report: from the sanitizer's or libFuzzer's first line to the end.
+        i = max(log.rfind("==ERROR"), log.rfind("runtime error"), log.rfind("ALARM"), log.rfind("==WARNING"))
+        print(log[max(0, i - 2000):][-6000:] if i >= 0 else log[-6000:])
+        print("log: " + log_path)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f)
+    return 0 if rc == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
