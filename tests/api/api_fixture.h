@@ -14,11 +14,22 @@
 
 namespace api {
 
+// This process's scratch folder (mkdtemp: unique even where getpid is a constant, as under
+// Emscripten, when ctest runs two test processes at once).
+inline std::string tmp_path(const std::string& name) {
+  static const std::string dir = [] {
+    char t[] = "/tmp/krafla-api-XXXXXX";
+    const char* d = mkdtemp(t);
+    return std::string(d ? d : "/tmp");
+  }();
+  return dir + "/" + name;
+}
+
 // A random model of a small shape, written once per process per name (the converter's seed makes
 // the bytes deterministic).
 inline std::string random_model(const std::string& name, int wtype = ML_DT_Q8, int dim = 64, int kv_heads = 2,
                                 int layers = 2, int vocab = 96, int max_seq = 256) {
-  const std::string path = "/tmp/krafla-api-" + std::to_string((long)getpid()) + "-" + name + ".mlb";
+  const std::string path = tmp_path(name + ".mlb");
   ml_convert_random_params p = ml_convert_random_defaults();
   p.dim = dim;
   p.hidden = dim * 3 / 2 / 32 * 32 + 32;
@@ -57,9 +68,10 @@ struct model {
 
 struct exec {
   ml_exec* e = nullptr;
+  // threads: a build without the pool (the single-threaded wasm builds) runs one.
   exec(const ml_model* m, int threads, int batch) {
     ml_exec_params p{};
-    p.n_threads = threads;
+    p.n_threads = ml_build_threads() ? threads : 1;
     p.batch = batch;
     ml_error err;
     const ml_status s = ml_exec_create(&e, m, &p, &err);

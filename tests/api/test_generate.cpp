@@ -13,7 +13,7 @@ namespace {
 std::string stories_model() {
   static std::string path;
   if (!path.empty()) return path;
-  path = "/tmp/krafla-api-" + std::to_string((long)getpid()) + "-stories260K.mlb";
+  path = api::tmp_path("stories260K.mlb");
   const std::string ckpt = api::shared_dir() + "/models/stories260K.bin", tok = api::shared_dir() + "/models/tok512.bin";
   ml_convert_llama2c_params p = ml_convert_llama2c_defaults();
   p.checkpoint = ckpt.c_str();
