@@ -266,7 +266,7 @@ void ml_xxh64_update(ml_xxh64_state* s, const void* data, size_t n) {
     s->buffered = 0;
   }
   const size_t done = stripes(s->v, p, n);
-  std::memcpy(s->buf, p + done, n - done);
+  if (n > done) std::memcpy(s->buf, p + done, n - done);  // p may be null when n is 0
   s->buffered = (uint32_t)(n - done);
 }
 
