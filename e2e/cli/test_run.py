@@ -409,6 +409,11 @@ class Packing(unittest.TestCase):
         if not s:
             print("SKIP: this build has no packed kernels, so no pack cache")
             return
+        if "wasm" in os.path.abspath(ENV.bin):
+            # Emscripten's file system under node reports no nanosecond ctime, so the in-place
+            # edit is invisible there; browsers have no pack cache at all (models open from memory).
+            print("SKIP: the wasm builds' stat has no ctime to see an in-place edit by")
+            return
         m, cache = s
         ids = ids_for(6)
         err, before = self.run_cached(m, ids, ENV.path("edit_0.bin"))
