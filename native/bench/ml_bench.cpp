@@ -116,7 +116,7 @@ ml_status run_together(handles& h, const std::vector<std::vector<int32_t>>& prom
   }
   const auto t2 = std::chrono::steady_clock::now();
   const double pf = std::chrono::duration<double>(t1 - t0).count(), dec = std::chrono::duration<double>(t2 - t1).count();
-  if (pf > 0) best->prefill = std::max(best->prefill, (double)(batch.size() ? prompts[0].size() * N : 0) / pf);
+  if (pf > 0) best->prefill = std::max(best->prefill, (double)(prompts[0].size() * N) / pf);
   if (dec > 0 && decode > 0) best->decode = std::max(best->decode, (double)decode * N / dec);
   return ML_OK;
 }

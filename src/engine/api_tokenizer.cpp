@@ -90,12 +90,8 @@ void ml_detok_reset(ml_detok* d, int32_t prev) {
 }
 
 size_t ml_detok_max_bytes(const ml_tokenizer* t) {
-  size_t most = 1;
-  for (int32_t i = 0; t && i < ml_tokenizer_vocab(t); ++i) {
-    size_t len = 0;
-    ml_tokenizer_token(t, i, &len);
-    if (len > most) most = len;
-  }
+  // The loader checked every token against max_token_length; a piece is at most its string.
+  const size_t most = t && ml_tokenizer_max_token_length(t) > 0 ? (size_t)ml_tokenizer_max_token_length(t) : 1;
   return most + sizeof(((ml_detok*)nullptr)->held);
 }
 

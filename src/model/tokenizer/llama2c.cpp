@@ -301,6 +301,7 @@ ml_status ml_tokenizer_set_special(ml_tokenizer* t, int32_t bos, int32_t eos, ml
 int32_t ml_tokenizer_vocab(const ml_tokenizer* t) { return t->vocab; }
 int32_t ml_tokenizer_bos(const ml_tokenizer* t) { return t->bos; }
 int32_t ml_tokenizer_eos(const ml_tokenizer* t) { return t->eos; }
+int32_t ml_tokenizer_max_token_length(const ml_tokenizer* t) { return t->max_token_length; }
 
 ml_status ml_tokenizer_encode(const ml_tokenizer* t, const char* text, size_t len, bool add_bos, int32_t* ids,
                               size_t cap, size_t* n, ml_error* err) {

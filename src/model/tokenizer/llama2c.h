@@ -38,6 +38,8 @@ ml_status ml_tokenizer_set_special(ml_tokenizer* t, int32_t bos, int32_t eos, ml
 int32_t ml_tokenizer_vocab(const ml_tokenizer* t);
 int32_t ml_tokenizer_bos(const ml_tokenizer* t);
 int32_t ml_tokenizer_eos(const ml_tokenizer* t);
+// The file's max_token_length: no stored string, so no piece, is longer.
+int32_t ml_tokenizer_max_token_length(const ml_tokenizer* t);
 
 // Encodes text[0, len) (any bytes, NUL included) into ids[0, *n), BOS first when add_bos.
 // When the result needs more than cap ids, fails with ML_E_ARG, writes no id and sets *n to the
