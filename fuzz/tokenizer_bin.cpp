@@ -8,7 +8,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "model/tokenizer/llama2c.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -20,7 +20,8 @@
 // `ml_convert llama2c`: the three paths are required (null fails with ML_E_ARG naming the option).
 struct cv_llama2c_opts {
   const char* checkpoint = nullptr;  // llama2.c float32 checkpoint
-  const char* tokenizer = nullptr;   // its tokenizer.bin, embedded verbatim
+  const char* tokenizer = nullptr;   // its tokenizer.bin, or a Hugging Face tokenizer (folder or tokenizer.json)
+  const char* chat_template = nullptr;  // a Jinja chat template replacing the tokenizer's (HF only), or null
   const char* out = nullptr;         // the .mlb to write
   uint32_t wtype = ML_DT_Q8;         // ML_DT_Q8 or ML_DT_Q4
   uint32_t scale_type = ML_SCALE_F32;  // ML_SCALE_F32 or ML_SCALE_F16
@@ -37,7 +38,8 @@ struct cv_random_opts {
   int tied = 0;  // nonzero: the embedding is the classifier (no output tensor)
   uint32_t rope_type = ML_ROPE_INTERLEAVED;
   float rope_theta = 10000.0f;
-  const char* tokenizer = nullptr;  // null or "": the file has none
+  const char* tokenizer = nullptr;  // null or "": the file has none; else as cv_llama2c_opts
+  const char* chat_template = nullptr;
   const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
 };
 
@@ -95,7 +97,9 @@ struct cv_model {
   cv_tensor* tensors = nullptr;
   size_t n_tensors = 0, cap_tensors = 0;
   bool has_tokenizer = false;
+  uint32_t tokenizer_kind = 1;  // 1: tokenizer holds a llama2.c tokenizer.bin; 2: hf_bundle a kind-2 section
   ml_file tokenizer;  // llama2.c tokenizer.bin, verbatim
+  cv_buf hf_bundle;   // Hugging Face files (model/tokenizer/bundle.h)
 
   cv_model() = default;
   cv_model(const cv_model&) = delete;
@@ -127,5 +131,8 @@ ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what,
 // bytes. path names the file in messages.
 ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, const char* path, ml_error* err);
 
-// Opens path into m->tokenizer (has_tokenizer) after cv_check_tokenizer against m->h.vocab_size.
-ml_status cv_attach_tokenizer(cv_model* m, const char* path, ml_error* err);
+// Attaches the tokenizer at path: a llama2.c tokenizer.bin into m->tokenizer after
+// cv_check_tokenizer against m->h.vocab_size, or a Hugging Face tokenizer (convert/hf_files.h)
+// into m->hf_bundle after loading it as the engine will (its vocabulary must fit vocab_size; its
+// BOS/EOS become the header's). chat_template (may be null) replaces an HF tokenizer's template.
+ml_status cv_attach_tokenizer(cv_model* m, const char* path, const char* chat_template, ml_error* err);

@@ -177,7 +177,7 @@ ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err) {
   const ml_status hs = ml_mlb_check_header(&h, err);
   if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", path, err ? err->msg : "");
 
-  ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, err));
+  ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, o->chat_template, err));
 
   const uint8_t* w = f.data + p.header_bytes;
   const uint32_t dim = p.dim, hid = p.hidden, kv_dim = p.kv_heads * h.head_dim;

@@ -119,7 +119,7 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
   h.flags = o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
   h.bos_id = 1;
   h.eos_id = 2;
-  if (o->tokenizer && *o->tokenizer) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, err));
+  if (o->tokenizer && *o->tokenizer) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, o->chat_template, err));
 
   rng r;
   uint64_t seed = o->seed;

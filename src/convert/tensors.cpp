@@ -17,7 +17,8 @@
 #include "core/types.h"
 #include "model/format_write.h"
 #include "model/limits.h"
-#include "model/tokenizer/llama2c.h"
+#include "convert/hf_files.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -232,8 +233,15 @@ ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
   }
   static const uint8_t empty = 0;
   const uint8_t* tok = nullptr;
-  if (m->has_tokenizer) tok = m->tokenizer.size == 0 ? &empty : m->tokenizer.data;
-  return ml_mlb_write(path, &m->h, src, m->n_tensors, tok, m->has_tokenizer ? m->tokenizer.size : 0, err);
+  size_t tok_size = 0;
+  if (m->has_tokenizer && m->tokenizer_kind == 2) {
+    tok = m->hf_bundle.data;
+    tok_size = m->hf_bundle.size;
+  } else if (m->has_tokenizer) {
+    tok = m->tokenizer.size == 0 ? &empty : m->tokenizer.data;
+    tok_size = m->tokenizer.size;
+  }
+  return ml_mlb_write(path, &m->h, src, m->n_tensors, tok, tok_size, err, m->tokenizer_kind);
 }
 
 // The loader's own checks (model/tokenizer/llama2c.h), so the converter writes no tokenizer the
@@ -244,9 +252,39 @@ ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, c
   return ML_OK;
 }
 
-ml_status cv_attach_tokenizer(cv_model* m, const char* path, ml_error* err) {
+namespace {
+
+ml_status attach_hf(cv_model* m, const char* path, const char* chat_template, ml_error* err) {
+  cv_hf_files f;
+  ML_TRY(cv_hf_files_open(&f, path, chat_template, err));
+  ml_tokenizer* t = nullptr;
+  ml_status s = ml_tokenizer_load_hf(&t, &f.files, err);
+  if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+  const int32_t vocab = ml_tokenizer_vocab(t), bos = ml_tokenizer_bos(t), eos = ml_tokenizer_eos(t);
+  ml_tokenizer_free(t);
+  if ((uint32_t)vocab > m->h.vocab_size)
+    return ml_fail(err, ML_E_ARG, "%s: the tokenizer has %d tokens, more than the model's vocabulary of %u", path, vocab,
+                   m->h.vocab_size);
+  const size_t size = ml_hf_bundle_size(&f.files);
+  if (size == 0) return ml_fail(err, ML_E_NOMEM, "%s: the tokenizer files overflow the address space", path);
+  ML_TRY(cv_alloc(&m->hf_bundle, size, 1, err, "%s: the tokenizer section", path));
+  ml_hf_bundle_write(&f.files, m->hf_bundle.data);
+  if (bos >= 0) m->h.bos_id = (uint32_t)bos;
+  if (eos >= 0) m->h.eos_id = (uint32_t)eos;
+  m->tokenizer_kind = 2;
+  m->has_tokenizer = true;
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status cv_attach_tokenizer(cv_model* m, const char* path, const char* chat_template, ml_error* err) {
   ml_file_close(&m->tokenizer);
   m->has_tokenizer = false;
+  m->tokenizer_kind = 1;
+  if (cv_is_hf_tokenizer(path)) return attach_hf(m, path, chat_template, err);
+  if (chat_template)
+    return ml_fail(err, ML_E_ARG, "--chat-template: %s is a llama2.c tokenizer.bin, which has no chat template", path);
   ML_TRY(ml_file_open(&m->tokenizer, path, err));
   ML_TRY(cv_check_tokenizer(m->tokenizer.data, m->tokenizer.size, m->h.vocab_size, path, err));
   m->has_tokenizer = true;

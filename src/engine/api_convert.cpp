@@ -28,6 +28,7 @@ ml_status ml_convert_llama2c(const ml_convert_llama2c_params* p, ml_error* err) 
   cv_llama2c_opts o = cv_llama2c_defaults();
   o.checkpoint = p->checkpoint;
   o.tokenizer = p->tokenizer;
+  o.chat_template = p->chat_template;
   o.out = p->out;
   o.wtype = (uint32_t)p->wtype;
   o.scale_type = p->scales_f16 ? ML_SCALE_F16 : ML_SCALE_F32;
@@ -51,6 +52,7 @@ ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err) {
   o.rope_type = p->rope_half ? ML_ROPE_HALF : ML_ROPE_INTERLEAVED;
   o.rope_theta = p->rope_theta;
   o.tokenizer = p->tokenizer;
+  o.chat_template = p->chat_template;
   o.out = p->out;
   return cv_random(&o, err);
 }

@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/pack.h"
 #include "model/session.h"
+#include "model/tokenizer/tokenizer.h"
 #include "ops/matvec.h"
 
 namespace {
@@ -158,8 +159,9 @@ ml_model_info ml_model_get_info(const ml_model* m) {
   i.n_kv_heads = c.n_kv_heads;
   i.head_dim = c.head_dim;
   i.wtype = (int)m->mlb.h.wtype;
-  i.bos_id = c.bos_id;
-  i.eos_id = c.eos_id;
+  // A Hugging Face tokenizer knows its own BOS/EOS (Qwen has no BOS); the header holds a copy.
+  i.bos_id = m->tok && ml_tokenizer_kind(m->tok) == ML_TOK_HF ? ml_tokenizer_bos(m->tok) : c.bos_id;
+  i.eos_id = m->tok && ml_tokenizer_kind(m->tok) == ML_TOK_HF ? ml_tokenizer_eos(m->tok) : c.eos_id;
   i.has_tokenizer = m->tok != nullptr;
   i.isa = ml::k::build_isa;
   i.packed = m->packed;

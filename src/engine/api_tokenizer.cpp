@@ -1,12 +1,13 @@
-// The public API's tokenizers (krafla.h): a model's own, or one opened alone from a .mlb or a
-// llama2.c tokenizer.bin (ml_tok), and the incremental detokenizer that releases whole UTF-8
+// The public API's tokenizers (krafla.h): a model's own, or one opened alone from a .mlb, a
+// llama2.c tokenizer.bin or a Hugging Face tokenizer (ml_tok), and the incremental detokenizer that releases whole UTF-8
 // characters only.
 #include <cstring>
 
 #include "core/file.h"
 #include "krafla.h"
+#include "convert/hf_files.h"
 #include "model/format.h"
-#include "model/tokenizer/llama2c.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -38,18 +39,29 @@ extern "C" {
 
 ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err) {
   *out = nullptr;
+  ml_status s;
+  if (cv_is_hf_tokenizer(path)) {
+    cv_hf_files files;
+    s = cv_hf_files_open(&files, path, nullptr, err);
+    if (s == ML_OK) s = ml_tokenizer_load_hf(out, &files.files, err);
+    if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+    return ML_OK;
+  }
   ml_file f;
   ML_TRY(ml_file_open(&f, path, err));
-  ml_status s;
   if (f.size >= sizeof ML_MLB_MAGIC && std::memcmp(f.data, ML_MLB_MAGIC, sizeof ML_MLB_MAGIC) == 0) {
     ml_mlb mlb;
     s = ml_mlb_parse(&mlb, f.data, f.size, err);
     if (s == ML_OK && !mlb.tokenizer)
       s = ml_fail(err, ML_E_ARG, "the model has no tokenizer section; pass a tokenizer.bin instead");
-    else if (s == ML_OK && mlb.tokenizer_kind != 1)
-      s = ml_fail(err, ML_E_FORMAT, "tokenizer kind %u is not supported (1 = llama2.c)", mlb.tokenizer_kind);
-    if (s == ML_OK) s = ml_tokenizer_load_llama2c(out, mlb.tokenizer, mlb.tokenizer_size, mlb.h.vocab_size, err);
-    if (s == ML_OK) s = ml_tokenizer_set_special(*out, (int32_t)mlb.h.bos_id, (int32_t)mlb.h.eos_id, err);
+    if (s == ML_OK && mlb.tokenizer_kind == ML_TOK_HF) {
+      ml_hf_files files;
+      s = ml_hf_bundle_parse(mlb.tokenizer, mlb.tokenizer_size, &files, err);
+      if (s == ML_OK) s = ml_tokenizer_load_hf(out, &files, err);
+    } else if (s == ML_OK) {
+      s = ml_tokenizer_load_llama2c(out, mlb.tokenizer, mlb.tokenizer_size, mlb.h.vocab_size, err);
+      if (s == ML_OK) s = ml_tokenizer_set_special(*out, (int32_t)mlb.h.bos_id, (int32_t)mlb.h.eos_id, err);
+    }
   } else {
     s = ml_tokenizer_load_llama2c(out, f.data, f.size, 0, err);
   }
@@ -69,19 +81,57 @@ void ml_tokenizer_close(ml_tokenizer* t) {
 int32_t ml_tokenizer_vocab_size(const ml_tokenizer* t) { return ml_tokenizer_vocab(t); }
 int32_t ml_tokenizer_bos_id(const ml_tokenizer* t) { return ml_tokenizer_bos(t); }
 int32_t ml_tokenizer_eos_id(const ml_tokenizer* t) { return ml_tokenizer_eos(t); }
+int ml_token_is_eog(const ml_tokenizer* t, int32_t id) { return t && ml_tokenizer_is_eog(t, id) ? 1 : 0; }
+int ml_token_is_special(const ml_tokenizer* t, int32_t id) { return t && ml_tokenizer_is_special(t, id) ? 1 : 0; }
+int ml_tokenizer_is_hf(const ml_tokenizer* t) { return t && ml_tokenizer_kind(t) == ML_TOK_HF ? 1 : 0; }
 
-ml_status ml_tokenize(const ml_tokenizer* t, const char* text, size_t len, int add_bos, int32_t* ids, size_t cap,
+ml_status ml_tokenize(const ml_tokenizer* t, const char* text, size_t len, int add_special, int32_t* ids, size_t cap,
                       size_t* n, ml_error* err) {
   *n = 0;
   if (!t) return ml_fail(err, ML_E_ARG, "the model has no tokenizer: pass one (-z tokenizer.bin) or token ids");
-  return ml_tokenizer_encode(t, text, len, add_bos != 0, ids, cap, n, err);
+  return ml_tokenizer_encode(t, text, len, add_special != 0, ids, cap, n, err);
+}
+
+ml_status ml_tokenize_spans(const ml_tokenizer* t, const char* text, size_t len, int add_special, int32_t* ids,
+                            uint32_t* spans, size_t cap, size_t* n, ml_error* err) {
+  *n = 0;
+  if (!t) return ml_fail(err, ML_E_ARG, "the model has no tokenizer");
+  if (ml_tokenizer_kind(t) != ML_TOK_HF)
+    return ml_fail(err, ML_E_ARG, "byte offsets need a Hugging Face tokenizer (llama2.c's tokenizer.bin has none)");
+  ml_vec<int32_t> v;
+  ml_vec<uint32_t> sp;
+  ML_TRY(ml_tokenizer_encode_vec(t, text, len, add_special != 0, &v, &sp, err));
+  *n = v.size();
+  if (v.size() > cap) return ml_fail(err, ML_E_ARG, "the text needs %zu tokens, more than the %zu given room", v.size(), cap);
+  if (!v.empty()) {
+    std::memcpy(ids, v.data(), v.size() * sizeof(int32_t));
+    std::memcpy(spans, sp.data(), sp.size() * sizeof(uint32_t));
+  }
+  return ML_OK;
+}
+
+ml_status ml_detokenize(const ml_tokenizer* t, const int32_t* ids, size_t n, int skip_special, char* out, size_t cap,
+                        size_t* len, ml_error* err) {
+  *len = 0;
+  if (!t) return ml_fail(err, ML_E_ARG, "the model has no tokenizer");
+  ml_vec<char> text;
+  ML_TRY(ml_tokenizer_decode(t, ids, n, skip_special != 0, &text, err));
+  *len = text.size();
+  if (text.size() > cap) return ml_fail(err, ML_E_ARG, "the text has %zu bytes, more than the %zu given room", text.size(), cap);
+  if (!text.empty()) std::memcpy(out, text.data(), text.size());
+  return ML_OK;
 }
 
 const char* ml_token_piece(const ml_tokenizer* t, int32_t prev, int32_t id, size_t* len) {
   *len = 0;
-  if (!t) return nullptr;
-  if (id == ml_tokenizer_bos(t) || id == ml_tokenizer_eos(t)) return id >= 0 && id < ml_tokenizer_vocab(t) ? "" : nullptr;
+  if (!t || id < 0 || id >= ml_tokenizer_vocab(t)) return nullptr;
+  if (ml_tokenizer_kind(t) == ML_TOK_LLAMA2C && (id == ml_tokenizer_bos(t) || id == ml_tokenizer_eos(t))) return "";
   return ml_tokenizer_piece(t, prev, id, len);
+}
+
+const char* ml_token_text(const ml_tokenizer* t, int32_t id, size_t* len) {
+  *len = 0;
+  return t ? ml_tokenizer_token(t, id, len) : nullptr;
 }
 
 void ml_detok_reset(ml_detok* d, int32_t prev) {
@@ -101,7 +151,9 @@ size_t ml_detok_push(const ml_tokenizer* t, ml_detok* d, int32_t id, char* out, 
   if (!piece) len = 0;
   const size_t total = (size_t)d->n_held + len;
   if (total > cap) return 0;  // cap below ml_detok_max_bytes: nothing written, the state unchanged
-  d->prev = id;
+  // A special token is not text: the next piece still starts where the text stands (a decoder
+  // that drops the text's first space keeps doing so after <s> or <|im_start|>).
+  if (ml_tokenizer_kind(t) == ML_TOK_LLAMA2C || !ml_tokenizer_is_special(t, id)) d->prev = id;
   unsigned char* o = reinterpret_cast<unsigned char*>(out);
   std::memcpy(o, d->held, (size_t)d->n_held);
   if (len) std::memcpy(o + d->n_held, piece, len);

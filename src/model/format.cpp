@@ -369,7 +369,7 @@ ml_status ml_mlb_parse(ml_mlb* m, const uint8_t* data, size_t size, ml_error* er
                      (unsigned long long)h.tokenizer_offset, (unsigned long long)h.tokenizer_size);
     const uint8_t* t = data + h.tokenizer_offset;
     m->tokenizer_kind = rd32(t);
-    if (m->tokenizer_kind != 1)
+    if (m->tokenizer_kind != 1 && m->tokenizer_kind != 2)
       return ml_fail(err, ML_E_FORMAT, "tokenizer section: unknown kind %u", m->tokenizer_kind);
     if (rd32(t + 4) != 0)
       return ml_fail(err, ML_E_FORMAT, "tokenizer section: reserved field is %u, not 0", rd32(t + 4));

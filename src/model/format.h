@@ -71,7 +71,7 @@ struct ml_mlb {
   const uint8_t* dir = nullptr;      // raw directory; read entries with ml_mlb_tensor_at
   const uint8_t* tokenizer = nullptr;  // tokenizer section payload (after its 8-byte head), or null
   size_t tokenizer_size = 0;           // payload bytes
-  uint32_t tokenizer_kind = 0;         // 1 = llama2.c tokenizer.bin
+  uint32_t tokenizer_kind = 0;         // 1 = llama2.c tokenizer.bin, 2 = Hugging Face files (tokenizer/bundle.h)
 };
 
 // Parses and validates the header, the directory and the layout of every array (bounds,

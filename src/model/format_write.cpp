@@ -112,7 +112,9 @@ ml_status write_at(ml_out_file* f, uint64_t* pos, uint64_t offset, const void* p
 }  // namespace
 
 ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
-                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err) {
+                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind) {
+  if (tokenizer && tokenizer_kind != 1 && tokenizer_kind != 2)
+    return ml_fail(err, ML_E_ARG, "%s: tokenizer kind %u is not 1 or 2", path, tokenizer_kind);
   if (n_tensors > UINT32_MAX)
     return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", path, n_tensors);
   if (n_tensors > 0 && !tensors) return ml_fail(err, ML_E_ARG, "%s: no tensors given", path);
@@ -165,7 +167,7 @@ ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_te
     }
   }
   if (s == ML_OK && tokenizer) {
-    const uint8_t head[8] = {1, 0, 0, 0, 0, 0, 0, 0};  // kind 1 (llama2.c tokenizer.bin), reserved 0
+    const uint8_t head[8] = {(uint8_t)tokenizer_kind, 0, 0, 0, 0, 0, 0, 0};  // kind, reserved 0
     s = write_at(f, &at, hdr.tokenizer_offset, head, 8, err);
     if (s == ML_OK) s = write_at(f, &at, at, tokenizer, tokenizer_size, err);
   }

@@ -16,9 +16,10 @@ struct ml_mlb_tensor_src {
 };
 
 // Writes a complete file to path: h (n_tensors, offsets and file_size are computed), the tensors in
-// order, then the tokenizer section (kind 1) when tokenizer is non-null. Writes to a temporary
+// order, then the tokenizer section of tokenizer_kind (1 llama2.c tokenizer.bin, 2 Hugging Face files:
+// model/tokenizer/bundle.h) when tokenizer is non-null. Writes to a temporary
 // file and renames it (core/out_file.h), so a failed conversion never leaves a half-written model
 // behind. ML_E_ARG, before anything is written, when path exists and is not a regular file or is
 // a file the process has open through ml_file_open (an input).
 ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
-                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err);
+                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind = 1);

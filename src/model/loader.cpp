@@ -12,7 +12,7 @@
 #include "core/quant_ref.h"
 #include "model/limits.h"
 #include "model/tensor_table.h"
-#include "model/tokenizer/llama2c.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "model/limits.h"
 #include "model/model.h"
 #include "model/pack.h"
-#include "model/tokenizer/llama2c.h"
+#include "model/tokenizer/tokenizer.h"
 #include "ops/matvec.h"
 
 namespace {
@@ -41,6 +41,14 @@ ml_status load_tokenizer(ml_model* m, const char* path, ml_error* err) {
     const ml_status s = ml_tokenizer_load_llama2c(&m->tok, f.data, f.size, (uint32_t)c.vocab_size, err);
     ml_file_close(&f);
     if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+  } else if (m->mlb.tokenizer && m->mlb.tokenizer_kind == ML_TOK_HF) {
+    ml_hf_files files;
+    ML_TRY(ml_hf_bundle_parse(m->mlb.tokenizer, m->mlb.tokenizer_size, &files, err));
+    ML_TRY(ml_tokenizer_load_hf(&m->tok, &files, err));
+    if (ml_tokenizer_vocab(m->tok) > c.vocab_size)
+      return ml_fail(err, ML_E_FORMAT, "tokenizer section: %d tokens, more than the model's vocab_size %d",
+                     ml_tokenizer_vocab(m->tok), c.vocab_size);
+    return ML_OK;  // BOS and EOS come from the tokenizer's own files (the header's are a copy)
   } else if (m->mlb.tokenizer) {
     ML_TRY(ml_tokenizer_load_llama2c(&m->tok, m->mlb.tokenizer, m->mlb.tokenizer_size, (uint32_t)c.vocab_size, err));
   } else {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer/llama2c.h"
+#include "model/tokenizer/tokenizer.h"
 #include "test_util.h"
 
 namespace {

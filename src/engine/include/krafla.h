@@ -159,20 +159,70 @@ int32_t ml_session_sample(ml_session* s);
 
 /* ---- Tokenizers ----------------------------------------------------------------------------- */
 
-/* A tokenizer alone (ml_tok): from a .mlb (its tokenizer section) or a llama2.c tokenizer.bin. */
+/* A tokenizer alone (ml_tok): path is a .mlb (its tokenizer section), a llama2.c tokenizer.bin, a
+ * Hugging Face tokenizer.json, or a folder holding tokenizer.json (with tokenizer_config.json and
+ * generation_config.json when present: the chat template, BOS/EOS, the tokens that end a turn). */
 ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err);
 void ml_tokenizer_close(ml_tokenizer* t);
 int32_t ml_tokenizer_vocab_size(const ml_tokenizer* t);
-int32_t ml_tokenizer_bos_id(const ml_tokenizer* t);
+int32_t ml_tokenizer_bos_id(const ml_tokenizer* t); /* -1 when the tokenizer has none */
 int32_t ml_tokenizer_eos_id(const ml_tokenizer* t);
+/* Whether sampling id ends a turn: EOS, generation_config.json's eos_token_id(s), and the
+ * end-of-turn tokens of known chat formats (<|eot_id|>, <|im_end|>, <end_of_turn>, ...). */
+int ml_token_is_eog(const ml_tokenizer* t, int32_t id);
+/* Whether id is a special token (an added token marked special; llama2.c: BOS and EOS). */
+int ml_token_is_special(const ml_tokenizer* t, int32_t id);
+/* 1 for a Hugging Face tokenizer.json, 0 for llama2.c's tokenizer.bin. */
+int ml_tokenizer_is_hf(const ml_tokenizer* t);
 
-/* Text to ids, BOS first when add_bos. ML_E_ARG when cap is too small (*n = the count needed). */
-ml_status ml_tokenize(const ml_tokenizer* t, const char* text, size_t len, int add_bos, int32_t* ids, size_t cap,
+/* Text to ids. add_special: llama2.c puts BOS first; a Hugging Face tokenizer applies its
+ * post-processor (tokenizer.encode(text, add_special_tokens=True)), else exactly
+ * tokenizer.encode(text, add_special_tokens=False). ML_E_ARG when cap is too small (*n = the count
+ * needed), and for text that is not valid UTF-8 with a Hugging Face tokenizer (the message names
+ * the byte offset; llama2.c's encoder takes any bytes, as run.c does). */
+ml_status ml_tokenize(const ml_tokenizer* t, const char* text, size_t len, int add_special, int32_t* ids, size_t cap,
                       size_t* n, ml_error* err);
-/* The bytes of id after prev (-1 at the start), as printed: BOS and EOS give "" (length 0).
- * Not NUL-terminated; NULL with *len = 0 when id is out of range. A piece may end inside a UTF-8
- * character (byte tokens): ml_detok joins them. */
+/* Like ml_tokenize, also giving each token's byte span [spans[2i], spans[2i+1]) in text (Hugging
+ * Face tokenizers; llama2.c fails with ML_E_ARG). */
+ml_status ml_tokenize_spans(const ml_tokenizer* t, const char* text, size_t len, int add_special, int32_t* ids,
+                            uint32_t* spans, size_t cap, size_t* n, ml_error* err);
+/* The whole text of ids: for a Hugging Face tokenizer exactly tokenizer.decode(ids,
+ * skip_special_tokens); for llama2.c the pieces as if after BOS (BOS and EOS give nothing). Writes
+ * at most cap bytes and sets *len to the text's length; ML_E_ARG when cap is too small (then *len
+ * is the size needed) or an id is out of range. Not NUL-terminated. */
+ml_status ml_detokenize(const ml_tokenizer* t, const int32_t* ids, size_t n, int skip_special, char* out, size_t cap,
+                        size_t* len, ml_error* err);
+/* The bytes of id after prev (-1 at the start of the text), as printed: special tokens give ""
+ * (length 0). Not NUL-terminated; NULL with *len = 0 when id is out of range. A piece may end
+ * inside a UTF-8 character (byte tokens): ml_detok joins them. */
 const char* ml_token_piece(const ml_tokenizer* t, int32_t prev, int32_t id, size_t* len);
+/* The token's string as the vocabulary stores it ("\xe2\x96\x81the", "Ghello", "<0x0A>"); NULL
+ * when out of range. */
+const char* ml_token_text(const ml_tokenizer* t, int32_t id, size_t* len);
+
+/* ---- Chat templates --------------------------------------------------------------------------- */
+
+typedef struct ml_chat_params {
+  const char* messages; /* a JSON array of {"role": ..., "content": ...} (OpenAI/transformers shape) */
+  size_t messages_len;
+  int add_generation_prompt; /* open an assistant turn at the end */
+  const char* extra;    /* NULL, or a JSON object whose members join the template's variables
+                           (enable_thinking, tools, ...); they override the defaults */
+  size_t extra_len;
+  const char* chat_template; /* NULL: the tokenizer's; else this template's text */
+  size_t chat_template_len;
+} ml_chat_params;
+
+/* Renders the chat template over the messages as transformers' apply_chat_template(tokenize=False)
+ * does (variables: messages, add_generation_prompt, bos_token, eos_token, then extra). *out is a
+ * NUL-terminated string the caller frees with ml_free; *len its length. ML_E_ARG: no template,
+ * messages that are not a JSON array, raise_exception() in the template, or a limit reached;
+ * ML_E_FORMAT: a template that does not parse (the message names the construct and line). */
+ml_status ml_chat_apply(const ml_tokenizer* t, const ml_chat_params* p, char** out, size_t* len, ml_error* err);
+/* Whether the tokenizer carries a chat template. */
+int ml_tokenizer_has_chat_template(const ml_tokenizer* t);
+/* Frees memory the API allocated for the caller (ml_chat_apply's text). */
+void ml_free(void* p);
 
 /* Incremental detokenization that hands out whole UTF-8 characters only: the bytes of a
  * character split across byte tokens are held until it is complete. Plain data; zero it (or
@@ -197,14 +247,14 @@ typedef struct ml_gen_params {
   float temperature, top_p;
   int top_k;
   uint64_t seed;
-  int stop_at_eos;          /* stop when EOS (or BOS) is sampled */
+  int stop_at_eos;          /* stop when EOS, BOS or an end-of-turn token (ml_token_is_eog) is sampled */
   const char* const* stop;  /* stop strings (UTF-8); the text ends before the first match */
   size_t n_stop;
 } ml_gen_params;
 
 typedef enum ml_stop_reason {
   ML_STOP_LENGTH = 0,   /* max_tokens sampled */
-  ML_STOP_EOS = 1,      /* EOS or BOS sampled */
+  ML_STOP_EOS = 1,      /* EOS, BOS or an end-of-turn token sampled */
   ML_STOP_CONTEXT = 2,  /* the session's context is full */
   ML_STOP_CALLBACK = 3, /* the callback (or the caller of ml_gen_next) stopped it */
   ML_STOP_STRING = 4    /* a stop string matched */
@@ -247,7 +297,10 @@ ml_status ml_generate(ml_exec* e, ml_session* s, const int32_t* prompt, size_t n
 /* A llama2.c float32 checkpoint (legacy or version 1) and its tokenizer.bin to an .mlb. */
 typedef struct ml_convert_llama2c_params {
   const char* checkpoint;
-  const char* tokenizer; /* embedded in the output */
+  const char* tokenizer; /* embedded in the output: a llama2.c tokenizer.bin, or a Hugging Face
+                          * tokenizer (a folder with tokenizer.json [+ tokenizer_config.json,
+                          * generation_config.json], or a tokenizer.json) */
+  const char* chat_template; /* NULL, or a Jinja file replacing the HF tokenizer's chat template */
   const char* out;       /* written through a temporary file and a rename */
   int wtype;             /* ML_DT_Q8 or ML_DT_Q4 */
   int scales_f16;        /* 1: block scales as IEEE halves */
@@ -262,7 +315,8 @@ typedef struct ml_convert_random_params {
   int tied;            /* the embedding is the classifier */
   int rope_half;       /* 1: Hugging Face's half-split RoPE pairs; 0: interleaved (llama2.c, GGUF) */
   float rope_theta;
-  const char* tokenizer; /* a llama2.c tokenizer.bin to embed, or NULL */
+  const char* tokenizer; /* a tokenizer to embed (as in ml_convert_llama2c_params), or NULL */
+  const char* chat_template;
   const char* out;
 } ml_convert_random_params;
 

@@ -21,7 +21,7 @@
 
 static_assert(std::endian::native == std::endian::little, "tokenizer.bin is little-endian; add byte swaps");
 
-struct ml_tokenizer {
+struct ml_l2c {
   int32_t vocab = 0;
   int32_t bos = 1, eos = 2;
   int32_t max_token_length = 0;
@@ -51,7 +51,7 @@ inline uint32_t fnv_step(uint32_t h, const char* s, size_t n) {
 constexpr uint32_t kFnvBasis = 2166136261u;
 
 // Id of the piece equal to a[0,na) followed by b[0,nb), or -1.
-int32_t find2(const ml_tokenizer* t, const char* a, size_t na, const char* b, size_t nb) {
+int32_t find2(const ml_l2c* t, const char* a, size_t na, const char* b, size_t nb) {
   const uint32_t h = fnv_step(fnv_step(kFnvBasis, a, na), b, nb);
   for (uint32_t slot = h & t->table_mask;; slot = (slot + 1) & t->table_mask) {
     const int32_t id = t->table[slot];
@@ -62,7 +62,7 @@ int32_t find2(const ml_tokenizer* t, const char* a, size_t na, const char* b, si
   }
 }
 
-inline const char* piece_of(const ml_tokenizer* t, int32_t id, size_t* len) {
+inline const char* piece_of(const ml_l2c* t, int32_t id, size_t* len) {
   *len = t->off[id + 1] - t->off[id];
   return t->text + t->off[id];
 }
@@ -161,7 +161,7 @@ inline bool heap_less(const Cand& a, const Cand& b) {
 }
 
 struct Encoder {
-  const ml_tokenizer* t;
+  const ml_l2c* t;
   Sym* sym;
   Cand* heap;
   size_t n_heap;
@@ -198,14 +198,14 @@ struct Encoder {
 
 }  // namespace
 
-ml_status ml_tokenizer_check_llama2c(const uint8_t* data, size_t size, uint32_t vocab_size, ml_error* err) {
+ml_status ml_l2c_check(const uint8_t* data, size_t size, uint32_t vocab_size, ml_error* err) {
   int32_t max_len;
   uint32_t n;
   size_t text;
   return scan(data, size, vocab_size, &max_len, &n, &text, err);
 }
 
-ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, size_t size, uint32_t vocab_size,
+ml_status ml_l2c_load(ml_l2c** out, const uint8_t* data, size_t size, uint32_t vocab_size,
                                     ml_error* err) {
   *out = nullptr;
   if (!data && size != 0) return ml_fail(err, ML_E_ARG, "tokenizer: data is null");
@@ -214,7 +214,7 @@ ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, siz
   size_t text_bytes = 0;
   ML_TRY(scan(data, size, vocab_size, &max_len, &n, &text_bytes, err));
 
-  ml_tokenizer* t = new (std::nothrow) ml_tokenizer;
+  ml_l2c* t = new (std::nothrow) ml_l2c;
   if (!t) return ml_fail(err, ML_E_NOMEM, "tokenizer: cannot allocate the tokenizer");
   t->vocab = (int32_t)n;
   t->bos = 1;
@@ -229,7 +229,7 @@ ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, siz
       (s = alloc_array(&t->text, text_bytes, "pieces", err)) != ML_OK ||
       (s = alloc_array(&t->byte_of, n, "byte pieces", err)) != ML_OK ||
       (s = alloc_array(&t->table, table_size, "the piece index", err)) != ML_OK) {
-    ml_tokenizer_free(t);
+    ml_l2c_free(t);
     return s;
   }
   t->table_mask = table_size - 1;
@@ -278,7 +278,7 @@ ml_status ml_tokenizer_load_llama2c(ml_tokenizer** out, const uint8_t* data, siz
   return ML_OK;
 }
 
-void ml_tokenizer_free(ml_tokenizer* t) {
+void ml_l2c_free(ml_l2c* t) {
   if (!t) return;
   std::free(t->score);
   std::free(t->off);
@@ -288,7 +288,7 @@ void ml_tokenizer_free(ml_tokenizer* t) {
   delete t;
 }
 
-ml_status ml_tokenizer_set_special(ml_tokenizer* t, int32_t bos, int32_t eos, ml_error* err) {
+ml_status ml_l2c_set_special(ml_l2c* t, int32_t bos, int32_t eos, ml_error* err) {
   if (bos < 0 || bos >= t->vocab)
     return ml_fail(err, ML_E_ARG, "tokenizer: bos id %d outside the vocabulary [0, %d)", (int)bos, (int)t->vocab);
   if (eos < 0 || eos >= t->vocab)
@@ -298,12 +298,12 @@ ml_status ml_tokenizer_set_special(ml_tokenizer* t, int32_t bos, int32_t eos, ml
   return ML_OK;
 }
 
-int32_t ml_tokenizer_vocab(const ml_tokenizer* t) { return t->vocab; }
-int32_t ml_tokenizer_bos(const ml_tokenizer* t) { return t->bos; }
-int32_t ml_tokenizer_eos(const ml_tokenizer* t) { return t->eos; }
-int32_t ml_tokenizer_max_token_length(const ml_tokenizer* t) { return t->max_token_length; }
+int32_t ml_l2c_vocab(const ml_l2c* t) { return t->vocab; }
+int32_t ml_l2c_bos(const ml_l2c* t) { return t->bos; }
+int32_t ml_l2c_eos(const ml_l2c* t) { return t->eos; }
+int32_t ml_l2c_max_token_length(const ml_l2c* t) { return t->max_token_length; }
 
-ml_status ml_tokenizer_encode(const ml_tokenizer* t, const char* text, size_t len, bool add_bos, int32_t* ids,
+ml_status ml_l2c_encode(const ml_l2c* t, const char* text, size_t len, bool add_bos, int32_t* ids,
                               size_t cap, size_t* n, ml_error* err) {
   *n = 0;
   if (!text && len != 0) return ml_fail(err, ML_E_ARG, "encode: text is null");
@@ -378,7 +378,7 @@ ml_status ml_tokenizer_encode(const ml_tokenizer* t, const char* text, size_t le
   return s;
 }
 
-const char* ml_tokenizer_piece(const ml_tokenizer* t, int32_t prev, int32_t id, size_t* len) {
+const char* ml_l2c_piece(const ml_l2c* t, int32_t prev, int32_t id, size_t* len) {
   if (id < 0 || id >= t->vocab) {
     *len = 0;
     return nullptr;
@@ -398,7 +398,7 @@ const char* ml_tokenizer_piece(const ml_tokenizer* t, int32_t prev, int32_t id, 
   return p;
 }
 
-const char* ml_tokenizer_token(const ml_tokenizer* t, int32_t id, size_t* len) {
+const char* ml_l2c_token(const ml_l2c* t, int32_t id, size_t* len) {
   if (id < 0 || id >= t->vocab) {
     *len = 0;
     return nullptr;
@@ -406,8 +406,8 @@ const char* ml_tokenizer_token(const ml_tokenizer* t, int32_t id, size_t* len) {
   return piece_of(t, id, len);
 }
 
-float ml_tokenizer_score(const ml_tokenizer* t, int32_t id) {
+float ml_l2c_score(const ml_l2c* t, int32_t id) {
   return id < 0 || id >= t->vocab ? 0.0f : t->score[id];
 }
 
-int32_t ml_tokenizer_find(const ml_tokenizer* t, const char* s, size_t len) { return find2(t, s, len, nullptr, 0); }
+int32_t ml_l2c_find(const ml_l2c* t, const char* s, size_t len) { return find2(t, s, len, nullptr, 0); }
