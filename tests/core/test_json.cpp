@@ -4,6 +4,7 @@
 // (recorded below), and facts about two real tokenizer.json files read with Python's json.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -452,4 +453,23 @@ TEST_CASE("json: real tokenizer.json files", "[json]") {
     CHECK(std::string(v->members[3].key) == "\n");
     CHECK(ml_json_get(v, "<|start_story|>")->i64 == 1);
   }
+}
+
+// Hidden (run it by name): parse speed on a real tokenizer.json, in MB/s.
+//   build/scalar/bin/ml_tests "[json_bench]"
+TEST_CASE("json: parse speed", "[.][json_bench]") {
+  const std::string path = ml_test_shared("data/hf/smollm2-135m-instruct/tokenizer.json");
+  const std::string text = read_all(path);
+  if (text.empty()) return;
+  const int reps = 20;
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const doc d(text);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(d.s == ML_OK);
+    if (s < best) best = s;
+  }
+  WARN(path << ": " << text.size() / 1e6 << " MB, best of " << reps << ": " << best * 1e3 << " ms, "
+            << text.size() / 1e6 / best << " MB/s");
 }
