@@ -118,11 +118,13 @@ EMSCRIPTEN_KEEPALIVE krafla_session* krafla_open(void* data, size_t size, int ct
   std::snprintf(s->info, sizeof s->info,
                 "{\"vocab_size\":%d,\"ctx\":%d,\"max_seq\":%d,\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,"
                 "\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,\"wtype\":\"%s\",\"bos_id\":%d,\"eos_id\":%d,"
-                "\"has_tokenizer\":%s,\"isa\":\"%s\",\"threads_built\":%s,\"n_threads\":%d,\"batch\":%d,"
+                "\"has_tokenizer\":%s,\"has_chat_template\":%s,\"tokenizer_kind\":\"%s\",\"isa\":\"%s\",\"threads_built\":%s,\"n_threads\":%d,\"batch\":%d,"
                 "\"packed\":%s,\"pack_g\":%d,\"state_bytes\":%zu,\"packed_bytes\":%zu,\"model_bytes\":%zu}",
                 i.vocab_size, ml_session_ctx(s->session), i.max_seq, i.dim, i.hidden_dim, i.n_layers, i.n_heads,
                 i.n_kv_heads, i.head_dim, i.wtype == ML_DT_Q4 ? "q4" : "q8", i.bos_id, i.eos_id,
-                i.has_tokenizer ? "true" : "false", i.isa, krafla_build_threads() ? "true" : "false",
+                i.has_tokenizer ? "true" : "false",
+                ml_tokenizer_has_chat_template(ml_model_tokenizer(s->model)) ? "true" : "false",
+                !i.has_tokenizer ? "none" : ml_tokenizer_is_hf(ml_model_tokenizer(s->model)) ? "hf" : "llama2c", i.isa, krafla_build_threads() ? "true" : "false",
                 ml_exec_threads(s->exec), ml_exec_batch(s->exec), i.packed ? "true" : "false", i.pack_g,
                 ml_exec_bytes(s->exec) + ml_session_bytes(s->session), i.packed_bytes, size);
   return s;
@@ -158,6 +160,55 @@ EMSCRIPTEN_KEEPALIVE const char* krafla_piece(const krafla_session* s, int prev,
   const char* p = ml_token_piece(ml_model_tokenizer(s->model), prev, id, &n);
   *len = p ? (int)n : 0;
   return p ? p : "";
+}
+
+// tokenizer.decode(ids, skip_special_tokens) for a Hugging Face tokenizer (llama2.c: the pieces
+// as if after BOS). Returns a malloc'd NUL-terminated string (*len bytes before the NUL) the caller
+// frees, or 0 on error.
+EMSCRIPTEN_KEEPALIVE char* krafla_detokenize(const krafla_session* s, const int32_t* ids, int n, int skip_special,
+                                            int* len) {
+  clear_error();
+  *len = 0;
+  const ml_tokenizer* t = ml_model_tokenizer(s->model);
+  size_t need = 0;
+  ml_status st = ml_detokenize(t, ids, (size_t)(n < 0 ? 0 : n), skip_special, nullptr, 0, &need, &g_err);
+  if (st != ML_OK && !(st == ML_E_ARG && need > 0)) return nullptr;
+  char* out = static_cast<char*>(std::malloc(need + 1));
+  if (!out) return fail(ML_E_NOMEM, "detokenize: out of memory"), nullptr;
+  st = ml_detokenize(t, ids, (size_t)n, skip_special, out, need, &need, &g_err);
+  if (st != ML_OK) {
+    std::free(out);
+    return nullptr;
+  }
+  clear_error();
+  out[need] = 0;
+  *len = (int)need;
+  return out;
+}
+
+// The chat template rendered over messages (a JSON array), as ml_chat_apply; extra (a JSON object
+// or empty) and tmpl (a template replacing the model's, or empty) may have length 0. Returns a
+// malloc'd NUL-terminated string the caller frees, or 0 on error.
+EMSCRIPTEN_KEEPALIVE char* krafla_chat_apply(const krafla_session* s, const char* messages, int mlen, int add_gen,
+                                            const char* extra, int elen, const char* tmpl, int tlen, int* len) {
+  clear_error();
+  *len = 0;
+  ml_chat_params p{};
+  p.messages = messages;
+  p.messages_len = (size_t)mlen;
+  p.add_generation_prompt = add_gen;
+  if (elen > 0) p.extra = extra, p.extra_len = (size_t)elen;
+  if (tlen > 0) p.chat_template = tmpl, p.chat_template_len = (size_t)tlen;
+  char* out = nullptr;
+  size_t n = 0;
+  if (ml_chat_apply(ml_model_tokenizer(s->model), &p, &out, &n, &g_err) != ML_OK) return nullptr;
+  *len = (int)n;
+  return out;
+}
+
+// Whether id ends a turn (EOS, end-of-turn tokens) and whether it is a special token.
+EMSCRIPTEN_KEEPALIVE int krafla_token_is_eog(const krafla_session* s, int id) {
+  return ml_token_is_eog(ml_model_tokenizer(s->model), id);
 }
 
 // Keeps the session's first pos positions, then feeds ids[0, n) at positions [pos, pos + n) and

@@ -1,8 +1,9 @@
 // ml_convert: converts models to krafla's .mlb format (docs/user-guide.md, "ml_convert").
-//   ml_convert llama2c CHECKPOINT.bin --tokenizer TOKENIZER.bin -o OUT.mlb [--wtype q8|q4] [--scales f32|f16]
+//   ml_convert llama2c CHECKPOINT.bin --tokenizer TOKENIZER -o OUT.mlb [--wtype q8|q4] [--scales f32|f16]
+//                      [--chat-template FILE]     (TOKENIZER: tokenizer.bin, an HF folder or tokenizer.json)
 //   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
-//                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE] -o OUT.mlb
+//                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
@@ -26,13 +27,17 @@ int ml_main(int argc, char** argv) {
 
   ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
   ml_convert_random_params ro = ml_convert_random_defaults();
-  std::string l_ckpt, l_tok, l_out, r_tok, r_out;  // the options' const char* point into these
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
   CLI::App* l2 = app.add_subcommand("llama2c", "a llama2.c float32 checkpoint (legacy or version 1) + tokenizer.bin");
   l2->add_option("checkpoint", l_ckpt, "the llama2.c checkpoint (.bin)")->required();
-  l2->add_option("--tokenizer", l_tok, "llama2.c tokenizer.bin, embedded in the output")->required();
+  l2->add_option("--tokenizer", l_tok,
+                 "the tokenizer embedded in the output: llama2.c tokenizer.bin, or a Hugging Face folder "
+                 "(tokenizer.json + tokenizer_config.json) or tokenizer.json")
+      ->required();
+  l2->add_option("--chat-template", l_tmpl, "a Jinja chat template file replacing the Hugging Face tokenizer's");
   l2->add_option("-o,--output", l_out, "the .mlb file to write")->required();
   l2->add_option("--wtype", l_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
   l2->add_option("--scales", l_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
@@ -56,7 +61,10 @@ int ml_main(int argc, char** argv) {
   rn->add_option("--rope-type", rope, "interleaved (llama2.c, GGUF) or half (Hugging Face); default interleaved")
       ->check(CLI::IsMember({"interleaved", "half"}));
   rn->add_option("--rope-theta", ro.rope_theta, "RoPE base (default 10000)");
-  rn->add_option("--tokenizer", r_tok, "llama2.c tokenizer.bin to embed (its size must equal --vocab)");
+  rn->add_option("--tokenizer", r_tok,
+                 "a tokenizer to embed: llama2.c tokenizer.bin (its size must equal --vocab), or a Hugging Face "
+                 "folder or tokenizer.json (at most --vocab tokens)");
+  rn->add_option("--chat-template", r_tmpl, "a Jinja chat template file replacing the Hugging Face tokenizer's");
   rn->add_option("-o,--output", r_out, "the .mlb file to write")->required();
 
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
@@ -66,6 +74,7 @@ int ml_main(int argc, char** argv) {
   if (l2->parsed()) {
     lo.checkpoint = l_ckpt.c_str();
     lo.tokenizer = l_tok.c_str();
+    lo.chat_template = l_tmpl.empty() ? nullptr : l_tmpl.c_str();
     lo.out = l_out.c_str();
     lo.wtype = wtype_of(l_wtype);
     lo.scales_f16 = l_scales == "f16";
@@ -76,6 +85,7 @@ int ml_main(int argc, char** argv) {
     ro.tied = r_tied ? 1 : 0;
     ro.rope_half = rope == "half";
     ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
+    ro.chat_template = r_tmpl.empty() ? nullptr : r_tmpl.c_str();
     ro.out = r_out.c_str();
     s = ml_convert_random(&ro, &err);
   }

@@ -7,25 +7,17 @@
 
 #include "cli/cli.h"
 #include "krafla.h"
+#include "run/run.h"
 
-namespace {
-
-const char* const PROG = "ml_run";
-
-struct options {
-  std::string model, tokenizer, prompt, tokens, dump_logits, kv = "f32";
-  int steps = 256, top_k = 0, threads = 1, ctx = 0, batch = 128;
-  bool no_pack = false, pack_cache = false, profile = false;
-  float temp = 1.0f, top_p = 0.9f;
-  uint64_t seed = 0;
-  bool seed_given = false;
-};
+namespace ml::run {
 
 int on_token(void* /*user*/, int32_t /*id*/, const char* piece, size_t len, int /*generated*/) {
   std::fwrite(piece, 1, len, stdout);
   std::fflush(stdout);
   return 0;
 }
+
+namespace {
 
 // --dump-logits: one float32 row per position into the output; the first error stops the feed.
 struct logits_out {
@@ -40,18 +32,6 @@ int write_row(void* user, size_t /*index*/, const float* logits) {
   w->failed = ml_output_write(w->out, logits, w->vocab * sizeof(float), &w->err) != ML_OK;
   return w->failed ? 1 : 0;
 }
-
-// The model, the executor and the one session ml_run drives.
-struct engine {
-  ml_model* model = nullptr;
-  ml_exec* exec = nullptr;
-  ml_session* session = nullptr;
-  ~engine() {
-    ml_session_free(session);
-    ml_exec_free(exec);
-    ml_model_close(model);
-  }
-};
 
 // Feeds the prompt (in batches) and writes each position's logits (float32 rows) to path, through
 // a temporary file renamed into place only when complete (krafla.h, "Output files"). The output
@@ -120,10 +100,18 @@ int check_values(const options& o) {
   if (o.batch < 1 || o.batch > 128) return ml::cli::usage_error(PROG, "--batch: must be in 1..128");
   if (o.ctx < 0) return ml::cli::usage_error(PROG, "--ctx: must be >= 1");
   if (!o.prompt.empty() && !o.tokens.empty()) return ml::cli::usage_error(PROG, "-p and --tokens exclude each other");
+  if ((o.chat || o.interactive) && (!o.tokens.empty() || !o.dump_logits.empty()))
+    return ml::cli::usage_error(PROG, "--chat and -i take text (-p, stdin), not --tokens or --dump-logits");
+  if (o.chat && o.interactive) return ml::cli::usage_error(PROG, "--chat and -i exclude each other");
+  if (!o.chat && !o.interactive && (!o.system.empty() || !o.chat_template.empty() || !o.vars.empty()))
+    return ml::cli::usage_error(PROG, "-s, --chat-template and --vars need --chat or -i");
   return -1;
 }
 
 }  // namespace
+}  // namespace ml::run
+
+using namespace ml::run;
 
 int ml_main(int argc, char** argv) {
   ml_install_cleanup_handlers();  // a killed --dump-logits (or pack cache write) leaves no temporary file
@@ -146,6 +134,12 @@ int ml_main(int argc, char** argv) {
   app.add_option("--ctx", o.ctx, "context length (default: the model's max_seq, at most 4096)");
   app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
   app.add_option("--dump-logits", o.dump_logits, "feed the prompt and write each position's logits (float32 rows) to FILE");
+  app.add_flag("--chat", o.chat, "one reply to -p as the user's message, through the model's chat template");
+  app.add_flag("-i,--interactive", o.interactive,
+               "a conversation: each stdin line is the user's next message; the cache is kept between turns");
+  app.add_option("-s,--system", o.system, "--chat, -i: a system message first");
+  app.add_option("--chat-template", o.chat_template, "--chat, -i: a Jinja chat template file replacing the model's");
+  app.add_option("--vars", o.vars, "--chat, -i: a JSON object of extra template variables ('{\"enable_thinking\":false}')");
   app.footer(build_footer());
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if (const int rc = check_values(o); rc >= 0) return rc;
@@ -178,6 +172,10 @@ int ml_main(int argc, char** argv) {
   const ml_model_info info = ml_model_get_info(e.model);
   const int ctx = ml_session_ctx(e.session);
   print_setup(e, o);
+  if (o.chat || o.interactive) {
+    if (!o.seed_given) o.seed = (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
+    return run_chat(e, o);
+  }
 
   if (ids.empty()) {  // the prompt text, BOS first
     std::vector<int32_t> buf(o.prompt.size() + 3);

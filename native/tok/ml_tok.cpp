@@ -1,14 +1,23 @@
-// ml_tok: encode text to token ids, or decode ids to text, with a model's tokenizer or a
-// llama2.c tokenizer.bin (docs/user-guide.md, "ml_tok").
+// ml_tok: text to token ids and back, and chat templates, with the tokenizer of a krafla model, a
+// Hugging Face tokenizer or a llama2.c tokenizer.bin (docs/user-guide.md, "ml_tok"). Each command
+// means exactly what Hugging Face's transformers does, so scripts can check one against the other:
 //
-//   ml_tok MODEL.mlb|TOKENIZER encode [TEXT] [--bos]   ids on one line, space-separated
-//   ml_tok MODEL.mlb|TOKENIZER decode [IDS]            the text, byte for byte, no newline added
+//   ml_tok FILE encode [TEXT] [--add-special] [--pieces] [--offsets]
+//       tokenizer.encode(TEXT, add_special_tokens=False|True): ids on one line, space-separated;
+//       --pieces / --offsets: one token a line, "id<TAB>piece" [<TAB>begin end] (the stored token
+//       string as a JSON string; byte offsets into TEXT)
+//   ml_tok FILE decode [IDS] [--skip-special]
+//       tokenizer.decode(ids, skip_special_tokens=False|True), byte for byte, no newline added
+//   ml_tok FILE chat MESSAGES.json [--no-generation-prompt] [--ids] [--chat-template F] [--vars JSON]
+//       apply_chat_template(messages, tokenize=False, add_generation_prompt=True|False); --ids:
+//       the ids of that text (encoded without special-token additions, as apply_chat_template's
+//       tokenize=True does)
 //
-// TEXT (or IDS) comes from stdin when absent; the bytes are used exactly as given (a trailing
-// newline from stdin is part of the text). A .mlb file is recognised by its magic and must carry
-// a tokenizer section; any other file is read as a llama2.c tokenizer.bin. Exit codes: 0 ok,
-// 2 bad usage or input (the message names the option, file or value), 1 other errors.
-#include <algorithm>
+// FILE: a .mlb (its tokenizer section), a folder with tokenizer.json (+ tokenizer_config.json,
+// generation_config.json), a tokenizer.json, or a llama2.c tokenizer.bin. TEXT, IDS or the
+// messages come from stdin when absent or "-"; bytes are used exactly as given. Exit codes: 0 ok,
+// 2 bad usage or input (the message names the option, file, value or byte offset), 1 other errors.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,47 +30,32 @@ namespace {
 
 const char* const PROG = "ml_tok";
 
-#define ML_TRY_OPEN(expr)              \
-  do {                                 \
-    const ml_status st_ = (expr);      \
-    if (st_ != ML_OK) return st_;      \
-  } while (0)
-
 struct options {
-  std::string file, command, text;
-  bool bos = false;
+  std::string file, command, text, chat_template, vars;
+  bool add_special = false, skip_special = false, pieces = false, offsets = false;
+  bool no_generation_prompt = false, ids = false;
   uint32_t vocab = 0;
 };
 
-// Opens the tokenizer of a .mlb model or a raw tokenizer.bin (ml_tokenizer_open names the file).
-ml_status load(const options& o, ml_tokenizer** tok, ml_error* err) {
-  ML_TRY_OPEN(ml_tokenizer_open(tok, o.file.c_str(), err));
-  if (o.vocab != 0 && (int64_t)o.vocab != ml_tokenizer_vocab_size(*tok)) {
-    const int32_t has = ml_tokenizer_vocab_size(*tok);
-    ml_tokenizer_close(*tok);
-    *tok = nullptr;
-    std::snprintf(err->msg, sizeof err->msg, "--vocab %u differs from %s's vocabulary of %d tokens", o.vocab,
-                  o.file.c_str(), has);
-    err->status = ML_E_ARG;
-    return ML_E_ARG;
-  }
-  return ML_OK;
-}
-
-bool read_stdin(std::string* out) {
+bool read_stream(FILE* f, std::string* out) {
   char buf[65536];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) out->append(buf, n);
-  return !std::ferror(stdin);
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+  return !std::ferror(f);
 }
 
-int encode(const ml_tokenizer* tok, const options& o) {
-  // At most one id per byte, plus the dummy prefix and BOS.
-  std::vector<int32_t> ids(o.text.size() + 2);
-  size_t n = 0;
-  ml_error err;
-  if (ml_tokenize(tok, o.text.data(), o.text.size(), o.bos, ids.data(), ids.size(), &n, &err) != ML_OK)
-    return ml::cli::report(PROG, err);
+// A file's bytes ("-" is stdin); false with *why set on failure.
+bool read_file(const std::string& path, std::string* out, std::string* why) {
+  if (path == "-") return read_stream(stdin, out) || (*why = "reading stdin failed", false);
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return *why = path + ": " + std::strerror(errno), false;
+  const bool ok = read_stream(f, out);
+  std::fclose(f);
+  if (!ok) *why = path + ": read failed";
+  return ok;
+}
+
+void print_ids(const int32_t* ids, size_t n) {
   std::string line;
   for (size_t i = 0; i < n; i++) {
     if (i) line += ' ';
@@ -69,55 +63,130 @@ int encode(const ml_tokenizer* tok, const options& o) {
   }
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stdout);
+}
+
+int encode(const ml_tokenizer* tok, const options& o) {
+  ml_error err;
+  size_t n = 0;
+  // The first call sizes the result (ML_E_ARG with *n set when it does not fit).
+  std::vector<int32_t> ids(o.text.size() + 8);
+  std::vector<uint32_t> spans(2 * ids.size());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const ml_status s = o.offsets ? ml_tokenize_spans(tok, o.text.data(), o.text.size(), o.add_special, ids.data(),
+                                                      spans.data(), ids.size(), &n, &err)
+                                  : ml_tokenize(tok, o.text.data(), o.text.size(), o.add_special, ids.data(), ids.size(),
+                                                &n, &err);
+    if (s == ML_OK) break;
+    if (n <= ids.size() || attempt == 1) return ml::cli::report(PROG, err);
+    ids.resize(n);
+    spans.resize(2 * n);
+  }
+  if (!o.pieces && !o.offsets) {
+    print_ids(ids.data(), n);
+    return ml::cli::EXIT_OK;
+  }
+  std::string out;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    const char* s = ml_token_text(tok, ids[i], &len);
+    out += std::to_string(ids[i]) + '\t' + ml::cli::json_string(s ? s : "", s ? len : 0);
+    if (o.offsets) out += '\t' + std::to_string(spans[2 * i]) + ' ' + std::to_string(spans[2 * i + 1]);
+    out += '\n';
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return ml::cli::EXIT_OK;
 }
 
-// The sequence is decoded as if it followed BOS, so the dummy-prefix space of the first piece is
-// dropped; BOS and EOS themselves print nothing.
 int decode(const ml_tokenizer* tok, const options& o) {
   std::vector<int32_t> ids;
   std::string bad;
   if (!ml::cli::parse_ids(o.text, &ids, &bad)) return ml::cli::usage_error(PROG, "decode: '" + bad + "' is not a token id");
-  const int32_t vocab = ml_tokenizer_vocab_size(tok), bos = ml_tokenizer_bos_id(tok);
-  std::string out;
-  int32_t prev = bos;
-  for (size_t i = 0; i < ids.size(); i++) {
-    size_t len = 0;
-    const char* piece = ml_token_piece(tok, prev, ids[i], &len);  // BOS and EOS: ""
-    if (!piece)
-      return ml::cli::usage_error(PROG, "decode: id " + std::to_string(ids[i]) + " (item " + std::to_string(i + 1) +
-                                            ") is outside the vocabulary 0.." + std::to_string(vocab - 1));
-    out.append(piece, len);
-    prev = ids[i];
+  ml_error err;
+  size_t len = 0;
+  std::string out(256, '\0');
+  ml_status s = ml_detokenize(tok, ids.data(), ids.size(), o.skip_special, out.data(), out.size(), &len, &err);
+  if (s != ML_OK && len > out.size()) {
+    out.resize(len);
+    s = ml_detokenize(tok, ids.data(), ids.size(), o.skip_special, out.data(), out.size(), &len, &err);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (s != ML_OK) return ml::cli::report(PROG, err);
+  std::fwrite(out.data(), 1, len, stdout);
   return ml::cli::EXIT_OK;
+}
+
+int chat(const ml_tokenizer* tok, const options& o) {
+  std::string messages, tmpl, why;
+  if (!read_file(o.text.empty() ? "-" : o.text, &messages, &why)) return ml::cli::usage_error(PROG, "chat: " + why);
+  if (!o.chat_template.empty() && !read_file(o.chat_template, &tmpl, &why))
+    return ml::cli::usage_error(PROG, "--chat-template: " + why);
+  ml_chat_params p{};
+  p.messages = messages.data();
+  p.messages_len = messages.size();
+  p.add_generation_prompt = o.no_generation_prompt ? 0 : 1;
+  if (!o.vars.empty()) p.extra = o.vars.data(), p.extra_len = o.vars.size();
+  if (!o.chat_template.empty()) p.chat_template = tmpl.data(), p.chat_template_len = tmpl.size();
+  char* text = nullptr;
+  size_t len = 0;
+  ml_error err;
+  if (ml_chat_apply(tok, &p, &text, &len, &err) != ML_OK) return ml::cli::report(PROG, err);
+  options enc = o;
+  enc.text.assign(text, len);
+  ml_free(text);
+  if (!o.ids) {
+    std::fwrite(enc.text.data(), 1, enc.text.size(), stdout);
+    return ml::cli::EXIT_OK;
+  }
+  enc.add_special = false;
+  enc.pieces = enc.offsets = false;
+  return encode(tok, enc);
 }
 
 }  // namespace
 
 int ml_main(int argc, char** argv) {
   options o;
-  CLI::App app{"ml_tok: encode text to token ids or decode ids to text, with the tokenizer of a krafla model (.mlb) "
-               "or a llama2.c tokenizer.bin",
+  CLI::App app{"ml_tok: text to token ids and back, and chat templates, as Hugging Face's tokenizers and transformers "
+               "do them, with the tokenizer of a krafla model (.mlb), a Hugging Face tokenizer (folder or "
+               "tokenizer.json) or a llama2.c tokenizer.bin",
                PROG};
-  app.add_option("file", o.file, "model (.mlb, with a tokenizer section) or llama2.c tokenizer.bin")->required();
-  app.add_option("command", o.command, "encode: text -> ids; decode: ids -> text")
+  app.add_option("file", o.file, "model (.mlb), Hugging Face folder or tokenizer.json, or llama2.c tokenizer.bin")->required();
+  app.add_option("command", o.command, "encode: text -> ids; decode: ids -> text; chat: messages -> prompt")
       ->required()
-      ->check(CLI::IsMember({"encode", "decode"}));
-  auto* text_opt = app.add_option("text", o.text, "the text (encode) or the ids (decode); read from stdin when absent");
-  app.add_flag("--bos", o.bos, "encode: put BOS (id 1 for llama2.c) first, as ml_run -p does (default: off)");
+      ->check(CLI::IsMember({"encode", "decode", "chat"}));
+  auto* text_opt = app.add_option("text", o.text,
+                                  "the text (encode), the ids (decode) or the messages' JSON file (chat); stdin when "
+                                  "absent or -");
+  ml::cli::allow_empty(text_opt);
+  app.add_flag("--add-special,--bos", o.add_special,
+               "encode: add the special tokens (BOS; a Hugging Face tokenizer's post-processor), as "
+               "add_special_tokens=True");
+  app.add_flag("--skip-special", o.skip_special, "decode: leave out special tokens (skip_special_tokens=True)");
+  app.add_flag("--pieces", o.pieces, "encode: one token a line: id and its stored string");
+  app.add_flag("--offsets", o.offsets, "encode: one token a line: id, string and byte offsets begin end (HF only)");
+  app.add_flag("--no-generation-prompt", o.no_generation_prompt, "chat: add_generation_prompt=False");
+  app.add_flag("--ids", o.ids, "chat: print the ids of the rendered prompt instead of its text");
+  app.add_option("--chat-template", o.chat_template, "chat: a Jinja template file replacing the tokenizer's");
+  app.add_option("--vars", o.vars, "chat: a JSON object of extra template variables, e.g. '{\"enable_thinking\":false}'");
   app.add_option("--vocab", o.vocab, "tokenizer.bin: the vocabulary size it must have (default: every token in the file)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
-  if (text_opt->count() == 0 && !read_stdin(&o.text)) {
-    std::fprintf(stderr, "%s: reading stdin failed\n", PROG);
-    return ml::cli::EXIT_FAILURE_;
+  if (o.command != "chat" && (text_opt->count() == 0 || o.text == "-")) {
+    o.text.clear();
+    if (!read_stream(stdin, &o.text)) {
+      std::fprintf(stderr, "%s: reading stdin failed\n", PROG);
+      return ml::cli::EXIT_FAILURE_;
+    }
   }
 
   ml_tokenizer* tok = nullptr;
   ml_error err;
-  if (load(o, &tok, &err) != ML_OK) return ml::cli::report(PROG, err);
-  const int rc = o.command == "encode" ? encode(tok, o) : decode(tok, o);
+  if (ml_tokenizer_open(&tok, o.file.c_str(), &err) != ML_OK) return ml::cli::report(PROG, err);
+  if (o.vocab != 0 && (int64_t)o.vocab != ml_tokenizer_vocab_size(tok)) {
+    const int32_t has = ml_tokenizer_vocab_size(tok);
+    ml_tokenizer_close(tok);
+    return ml::cli::usage_error(PROG, "--vocab " + std::to_string(o.vocab) + " differs from " + o.file +
+                                          "'s vocabulary of " + std::to_string(has) + " tokens");
+  }
+  const int rc = o.command == "encode" ? encode(tok, o) : o.command == "decode" ? decode(tok, o) : chat(tok, o);
   ml_tokenizer_close(tok);
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "%s: writing stdout failed\n", PROG);

@@ -160,7 +160,7 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
   const int32_t next = ml_session_sample(g->session);
   ++g->st.n_generated;
   *id = next;
-  if (g->stop_at_eos && (next == g->eos || next == g->bos || (g->tok && ml_tokenizer_is_eog(g->tok, next)))) {
+  if (g->stop_at_eos && (next == g->eos || next == g->bos || ml_token_is_eog(g->tok, next))) {
     finish(g, ML_STOP_EOS, len);
     *done = 1;
     return ML_OK;

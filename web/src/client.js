@@ -98,14 +98,26 @@ export class Krafla {
     return this.model;
   }
 
-  /** Text to token ids. */
-  tokenize(text, { addBos = false } = {}) {
-    return this.call('tokenize', { text, addBos });
+  /**
+   * Text to token ids: a Hugging Face tokenizer's encode(text, add_special_tokens) exactly
+   * (addSpecial, or its older name addBos: llama2.c's BOS).
+   */
+  tokenize(text, { addSpecial, addBos = false } = {}) {
+    return this.call('tokenize', { text, addBos: addSpecial ?? addBos });
   }
 
-  /** Token ids to text, as the engine prints them. */
-  detokenize(ids) {
-    return this.call('detokenize', { ids: Array.from(ids) });
+  /** Token ids to text: a Hugging Face tokenizer's decode(ids, skip_special_tokens) exactly. */
+  detokenize(ids, { skipSpecial = false } = {}) {
+    return this.call('detokenize', { ids: Array.from(ids), skipSpecial });
+  }
+
+  /**
+   * The model's chat template rendered over messages ([{role, content}, ...]) as transformers'
+   * apply_chat_template(messages, tokenize=False, add_generation_prompt) renders it. vars: extra
+   * template variables ({enable_thinking: false}); chatTemplate: a Jinja template replacing the model's.
+   */
+  applyChatTemplate(messages, { addGenerationPrompt = true, vars = null, chatTemplate = null } = {}) {
+    return this.call('chat', { messages, addGenerationPrompt, vars, chatTemplate });
   }
 
   /**

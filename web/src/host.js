@@ -257,7 +257,8 @@ export class Host {
     return {
       vocabSize: i.vocab_size, ctx: i.ctx, maxSeq: i.max_seq, dim: i.dim, hiddenDim: i.hidden_dim, nLayers: i.n_layers,
       nHeads: i.n_heads, nKvHeads: i.n_kv_heads, headDim: i.head_dim, wtype: i.wtype, bosId: i.bos_id, eosId: i.eos_id,
-      hasTokenizer: i.has_tokenizer, nThreads: i.n_threads, batch: i.batch, packG: i.packed ? i.pack_g : 0,
+      hasTokenizer: i.has_tokenizer, hasChatTemplate: i.has_chat_template, tokenizerKind: i.tokenizer_kind,
+      nThreads: i.n_threads, batch: i.batch, packG: i.packed ? i.pack_g : 0,
       stateBytes: i.state_bytes, packedBytes: i.packed_bytes, modelBytes: i.model_bytes, isa: i.isa,
     };
   }
@@ -305,25 +306,52 @@ export class Host {
     return this.heap().slice(ptr, ptr + len);
   }
 
-  op_detokenize(_id, { ids }) {
+  // Token ids to text: a Hugging Face tokenizer's decode(ids, skip_special_tokens) exactly, or
+  // llama2.c's pieces (krafla_detokenize).
+  op_detokenize(_id, { ids, skipSpecial = false }) {
     const s = this.requireSession();
     const m = this.mod;
-    const lenp = m._malloc(4);
-    const dec = new TextDecoder('utf-8');
-    let text = '';
-    let prev = -1;
     const vocab = this.info().vocabSize;
-    try {
-      for (const id of ids) {
-        if (!Number.isInteger(id) || id < 0 || id >= vocab) {
-          throw new KraflaError(`krafla: detokenize: token id ${id} is outside the vocabulary 0..${vocab - 1}`, 'arg');
-        }
-        const p = m._krafla_piece(s, prev, id, lenp);
-        const len = this.i32(lenp, 1)[0];
-        text += dec.decode(this.pieceBytes(p, len), { stream: true });
-        prev = id;
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) {
+        throw new KraflaError(`krafla: detokenize: token id ${id} is outside the vocabulary 0..${vocab - 1}`, 'arg');
       }
-      return text + dec.decode();
+    }
+    const buf = m._malloc(Math.max(1, ids.length) * 4);
+    const lenp = m._malloc(4);
+    try {
+      new Int32Array(this.heap().buffer, buf, ids.length).set(ids);
+      const p = m._krafla_detokenize(s, buf, ids.length, skipSpecial ? 1 : 0, lenp);
+      if (!p) throw this.fail('krafla: detokenize');
+      try {
+        return new TextDecoder('utf-8').decode(this.pieceBytes(p, this.i32(lenp, 1)[0]));
+      } finally {
+        m._free(p);
+      }
+    } finally {
+      m._free(lenp);
+      m._free(buf);
+    }
+  }
+
+  // The model's chat template over messages, as transformers' apply_chat_template(tokenize=False).
+  op_chat(_id, { messages, addGenerationPrompt = true, vars = null, chatTemplate = null }) {
+    const s = this.requireSession();
+    const m = this.mod;
+    if (!Array.isArray(messages)) throw new KraflaError('krafla: applyChatTemplate: messages must be an array', 'arg');
+    const lenp = m._malloc(4);
+    try {
+      return this.withString(JSON.stringify(messages), (mp, ml) =>
+        this.withString(vars ? JSON.stringify(vars) : '', (vp, vl) =>
+          this.withString(chatTemplate ?? '', (tp, tl) => {
+            const p = m._krafla_chat_apply(s, mp, ml, addGenerationPrompt ? 1 : 0, vp, vl, tp, tl, lenp);
+            if (!p) throw this.fail('krafla: applyChatTemplate');
+            try {
+              return new TextDecoder('utf-8').decode(this.pieceBytes(p, this.i32(lenp, 1)[0]));
+            } finally {
+              m._free(p);
+            }
+          })));
     } finally {
       m._free(lenp);
     }

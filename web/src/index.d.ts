@@ -79,11 +79,32 @@ export interface LoadOptions {
 export interface ModelInfo {
   vocabSize: number; ctx: number; maxSeq: number; dim: number; hiddenDim: number; nLayers: number;
   nHeads: number; nKvHeads: number; headDim: number; wtype: 'q8' | 'q4'; bosId: number; eosId: number;
-  hasTokenizer: boolean; nThreads: number; batch: number; packG: number; stateBytes: number;
+  hasTokenizer: boolean;
+  /** The tokenizer carries a chat template (applyChatTemplate works without one of your own). */
+  hasChatTemplate: boolean;
+  /** 'hf' (tokenizer.json BPE), 'llama2c' (tokenizer.bin) or 'none'. */
+  tokenizerKind: 'hf' | 'llama2c' | 'none';
+  nThreads: number; batch: number; packG: number; stateBytes: number;
   packedBytes: number; modelBytes: number; isa: string;
   /** The bytes came from Cache Storage. */
   fromCache: boolean;
   build: BuildName;
+}
+
+/** One message of a conversation (OpenAI / transformers shape); other members reach the template as they are. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  content: string;
+  [key: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** Open the assistant's turn at the end (default true). */
+  addGenerationPrompt?: boolean;
+  /** Extra template variables, e.g. { enable_thinking: false } for Qwen3. */
+  vars?: Record<string, unknown> | null;
+  /** A Jinja chat template replacing the model's own. */
+  chatTemplate?: string | null;
 }
 
 export interface GenerateOptions {
@@ -145,8 +166,12 @@ export class Krafla {
    * A load that fails before the engine opens the new model keeps the model loaded before (`model` stays set).
    */
   load(source: ModelSource, options?: LoadOptions): Promise<ModelInfo>;
-  tokenize(text: string, options?: { addBos?: boolean }): Promise<number[]>;
-  detokenize(ids: ArrayLike<number>): Promise<string>;
+  /** encode(text, add_special_tokens) of the model's tokenizer (addBos: the older name of addSpecial). */
+  tokenize(text: string, options?: { addSpecial?: boolean; addBos?: boolean }): Promise<number[]>;
+  /** decode(ids, skip_special_tokens) of the model's tokenizer. */
+  detokenize(ids: ArrayLike<number>, options?: { skipSpecial?: boolean }): Promise<string>;
+  /** The model's chat template over the messages, as transformers' apply_chat_template(tokenize=False). */
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   /** Text pieces as they are generated; never splits a UTF-8 character. Returns the stats. */
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, GenerateStats, void>;
   complete(prompt: string, options?: GenerateOptions): Promise<{ text: string; stats: GenerateStats }>;
