@@ -1,8 +1,9 @@
 // ml_bench: single-thread kernel throughput of this build's bound kernels (ml_bench_kernels in
 // krafla.h), or, with --model, prefill and greedy decode speed on a model file -- with
 // --sessions N also N sessions stepped together in one batch, beside one session alone -- printed
-// as Markdown. Timings are the best of several repetitions; the machine is shared, so compare two
-// builds by running them alternately (docs/benchmarks.md).
+// as Markdown; with --tokenizer FILE --encode TEXT... the tokenizer's encoding speed. Timings
+// are the best of several repetitions; the machine is shared, so compare two builds by running
+// them alternately (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/encode_bench.h"
 #include "cli/cli.h"
 #include "krafla.h"
 
@@ -203,12 +205,20 @@ int ml_main(int argc, char** argv) {
   app.add_option("--runs,--reps", reps, "repetitions; the best is reported (default 5)");
   app.add_option("--min-ms", min_ms, "kernels: minimum milliseconds per repetition (default 100)");
   app.add_flag("--no-kernels", no_kernels, "skip the kernel table");
+  std::string tokenizer;
+  std::vector<std::string> texts;
+  app.add_option("--tokenizer", tokenizer, "time encoding with this tokenizer (.mlb, HF folder or tokenizer.json, tokenizer.bin)");
+  app.add_option("--encode", texts, "--tokenizer: text files to encode whole (MB/s)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if (reps < 1 || mo.decode < 0 || mo.prefill < 1 || mo.threads < 1 || mo.batch < 0 || mo.batch > 128 ||
       !(min_ms > 0) || mo.sessions < 1 || mo.sessions > 256)
     return ml::cli::usage_error(PROG, "--runs, --prefill, -t and --min-ms must be positive, --decode >= 0, "
                                       "--batch in 0..128, --sessions in 1..256");
   mo.runs = reps;
+  if (!tokenizer.empty() || !texts.empty()) {
+    if (tokenizer.empty() || texts.empty()) return ml::cli::usage_error(PROG, "--tokenizer and --encode go together");
+    return bench_encode(PROG, tokenizer, texts, reps);
+  }
   // Checked before any work: the context is prefill + decode positions, an int.
   if ((int64_t)mo.prefill + mo.decode > INT32_MAX)
     return ml::cli::usage_error(PROG, "--prefill " + std::to_string(mo.prefill) + " + --decode " +
