@@ -30,6 +30,9 @@ OPTIONS = {
     "llama2c": ["-max_len=65536"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
+    "hf_tokenizer": ["-max_len=65536"],
+    "hf_encode": ["-max_len=4096"],
+    "chat_template": ["-max_len=16384"],
     "json": ["-max_len=131072"],
     "cli_run": ["-max_len=512", "-close_fd_mask=2"],
     "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
@@ -59,6 +62,30 @@ def gen_seeds(name, a, seeds):
         big = os.path.join(models, "tokenizer.bin")
         if os.path.exists(big):
             shutil.copy(big, os.path.join(seeds, "tokenizer32000.bin"))
+    if name == "hf_tokenizer":
+        # The real tokenizer.json files (2 MB and 86 KB): mutations of them reach every component.
+        for rel, fname in (("data/hf/smollm2-135m-instruct/tokenizer.json", "smollm2.json"),
+                           ("models/tinystories-656k-hf/tokenizer.json", "tinystories.json")):
+            src = os.path.join(a.shared, rel)
+            if os.path.exists(src):
+                shutil.copy(src, os.path.join(seeds, fname))
+    if name == "chat_template":
+        # The real chat templates: tokenizer_config.json's chat_template fields and .jinja files.
+        hf = os.path.join(a.shared, "data", "hf")
+        for root, _, files in os.walk(hf):
+            for f in files:
+                path = os.path.join(root, f)
+                if f.endswith(".jinja"):
+                    shutil.copy(path, os.path.join(seeds, f))
+                elif f.startswith("tokenizer_config") and f.endswith(".json"):
+                    t = json.load(open(path, encoding="utf-8")).get("chat_template")
+                    if isinstance(t, str):
+                        open(os.path.join(seeds, os.path.basename(root) + ".jinja"), "w", encoding="utf-8").write(t)
+        mine = os.path.join(os.path.dirname(HERE), "tests", "data", "chat_templates")
+        if os.path.isdir(mine):
+            for f in os.listdir(mine):
+                if f.endswith(".jinja"):
+                    shutil.copy(os.path.join(mine, f), os.path.join(seeds, f))
     if name == "json":
         # JSONTestSuite's parsing cases and a real tokenizer.json (86 KB), plus a dictionary of
         # JSON's tokens and the escapes and numbers at the reader's edges.
