@@ -62,6 +62,28 @@ def json_seeds():
     ]
 
 
+def pack_cache_seeds():
+    """Inputs of fuzz/pack_cache.cpp: byte 0 flags (1 raw, 2 rehash the body, 4 resize), then edits
+    (u32 offset, u8 n, n bytes) of the valid cache (512-byte header + body; about 26 KB here)."""
+    def edit(at, data):
+        return struct.pack("<IB", at, len(data)) + data
+    body = edit(4096, b"\xff\x00\x7f\x80") + edit(20000, b"\xff" * 16) + edit(26000, b"\x00\x7e\x00\x7c\xff\xff")
+    return [
+        ("valid", b"\x00"),
+        ("body_edit", b"\x00" + body),                    # the body hash no longer matches: repacked
+        ("body_edit_rehash", b"\x02" + body),             # the hash fixed: mapped, the kernels read the edits
+        ("header_g", b"\x00" + edit(16, b"\x05")),         # pack parameters
+        ("header_identity", b"\x00" + edit(64, b"\x01")),  # the model's inode
+        ("header_layout", b"\x02" + edit(88, b"\x01")),    # the model layout hash
+        ("header_size", b"\x02" + edit(96, b"\x00")),      # body size
+        ("header_reserved", b"\x02" + edit(300, b"\x01")),
+        ("short", b"\x04" + struct.pack("<I", 26111)),
+        ("long_rehash", b"\x06" + struct.pack("<I", 26112 + 64)),
+        ("empty", b"\x04" + struct.pack("<I", 0)),
+        ("raw_magic", b"\x01KRAFLPK1"),
+    ]
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -122,6 +144,9 @@ def main():
         # json: small documents (run.py adds JSONTestSuite's files and a tokenizer.json from shared/).
         for name, doc in json_seeds():
             put("json", name, doc)
+        # pack_cache: edits of the valid cache the harness makes at start-up (fuzz/pack_cache.cpp).
+        for name, edit in pack_cache_seeds():
+            put("pack_cache", name, edit)
         # The command lines (one argument per line), against the fixtures cli.cpp writes.
         cli = {
             "cli_run": [["m.mlb", "-p", "Once upon a time", "-n", "8", "--temp", "0"],

@@ -3,7 +3,10 @@
 // for in the browser, before a model is downloaded. Besides memory safety it checks the parser's
 // promise (model/format.h) that what it accepts lies inside the buffer.
 // With ML_FUZZ_HEADER_DUMP set, each input also prints one line "accept|reject <file_size> <dim>
-// <n_layers> <vocab>" to stdout for fuzz/header_js.mjs, which compares header.js's verdicts.
+// <n_layers> <vocab> <input bytes> <FNV-1a 64 of the input, hex>" to stdout for fuzz/header_js.mjs,
+// which compares header.js's verdicts: the last two fields name the input, because libFuzzer may
+// run an input more than once (its leak check re-runs the first input, whose printf allocates
+// stdout's buffer), so the lines cannot be paired with the files by their order.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (m.tokenizer && (m.tokenizer < buf || m.tokenizer + m.tokenizer_size > buf + size)) std::abort();
   }
   if (std::getenv("ML_FUZZ_HEADER_DUMP")) {
-    std::printf("%s %llu %u %u %u\n", s == ML_OK ? "accept" : "reject", (unsigned long long)m.h.file_size, m.h.dim,
-                m.h.n_layers, m.h.vocab_size);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 0x100000001b3ull;
+    const bool ok = s == ML_OK;
+    std::printf("%s %llu %u %u %u %zu %016llx\n", ok ? "accept" : "reject", ok ? (unsigned long long)m.h.file_size : 0ull,
+                ok ? m.h.dim : 0u, ok ? m.h.n_layers : 0u, ok ? m.h.vocab_size : 0u, size, (unsigned long long)h);
     std::fflush(stdout);
   }
   std::free(buf);

@@ -9,7 +9,9 @@
 //   a lone surrogate escape is refused. A NUL (\u0000) inside a string is kept (len counts it).
 // - Nesting deeper than ML_JSON_MAX_DEPTH is refused (no recursion on the C stack past it).
 // - Numbers keep their text; num is the nearest double, and is_int/i64 say whether the text is
-//   an integer that fits int64 exactly (no fraction, no exponent).
+//   an integer that fits int64 exactly (no fraction, no exponent). A literal past double's range
+//   is accepted as Python's json does: 1e400 gives num = inf, 1e-400 gives 0. num does not depend
+//   on LC_NUMERIC. Literals longer than 4096 bytes are refused.
 // - Object members keep the file's order; duplicate keys are kept (ml_json_get returns the last,
 //   as Python's json and serde_json do).
 // - Memory: everything comes from the caller's ml_bump; ML_E_NOMEM when it runs out.

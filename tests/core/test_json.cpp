@@ -199,6 +199,14 @@ TEST_CASE("json: numbers", "[json]") {
   CHECK(z.v->num == 0.0);
   CHECK(std::signbit(z.v->num));
 
+  // The longest literal read is 4096 bytes.
+  const doc at_limit("1" + std::string(4095, '0'));
+  REQUIRE(at_limit.s == ML_OK);
+  CHECK(!at_limit.v->is_int);
+  CHECK(at_limit.v->num == INFINITY);
+  CHECK(doc("0." + std::string(4094, '5')).s == ML_OK);
+  CHECK(doc("1" + std::string(4096, '0')).s == ML_E_FORMAT);
+
   for (const char* bad : {"01", "-01", "1.", ".1", "+1", "1e", "1e+", "-", "0x1", "Infinity", "-Infinity", "NaN",
                           "1.e2", "1 2", "- 1", "00", "1ee2", "1e2.5"}) {
     const doc d(bad);
