@@ -49,6 +49,19 @@ def checkpoint(dim, hidden, layers, heads, kv_heads, vocab, seq, version=0, shar
     return h + w
 
 
+def json_seeds():
+    """Small JSON documents for fuzz/json.cpp: a tokenizer.json skeleton, escapes, numbers at the edges."""
+    return [
+        ("tokenizer", b'{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true}],'
+                      b'"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"\u0120t":3},"merges":["a b",["a","b"]]}}'),
+        ("escapes", rb'["\\\"\/\b\f\n\r\t","\u00e9\u20AC\ud83d\ude00",' + b'"caf\xc3\xa9 \xf0\x9f\x98\x80",' +
+                    rb'"a\u0000b"]'),
+        ("numbers", b'[0,-0,-0.0,1e400,-1e-400,9223372036854775807,-9223372036854775808,9223372036854775808,0.1,1E+2]'),
+        ("nested", b'[[[[{"a":[{"b":{}}]}]]]]'),
+        ("duplicates", b'{"k":1,"k":2,"":null,"\u0000":true}'),
+    ]
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -106,6 +119,9 @@ def main():
                                "caf\u00e9 \u20ac \U0001F600 \u4e2d\u6587".encode(), b"\xff\xfe\x80\xc3 broken",
                                b"tab\tnew\nline\r\0nul", b"<s></s><unk>", b"<0x41>" + b"x" * 300]):
             put("tok_text", "text%d" % i, t)
+        # json: small documents (run.py adds JSONTestSuite's files and a tokenizer.json from shared/).
+        for name, doc in json_seeds():
+            put("json", name, doc)
         # The command lines (one argument per line), against the fixtures cli.cpp writes.
         cli = {
             "cli_run": [["m.mlb", "-p", "Once upon a time", "-n", "8", "--temp", "0"],

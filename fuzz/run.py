@@ -30,6 +30,7 @@ OPTIONS = {
     "llama2c": ["-max_len=65536"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
+    "json": ["-max_len=131072"],
     "cli_run": ["-max_len=512", "-close_fd_mask=2"],
     "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
     "cli_convert": ["-max_len=512", "-close_fd_mask=2"],
@@ -58,6 +59,26 @@ def gen_seeds(name, a, seeds):
         big = os.path.join(models, "tokenizer.bin")
         if os.path.exists(big):
             shutil.copy(big, os.path.join(seeds, "tokenizer32000.bin"))
+    if name == "json":
+        # JSONTestSuite's parsing cases and a real tokenizer.json (86 KB), plus a dictionary of
+        # JSON's tokens and the escapes and numbers at the reader's edges.
+        suite = os.path.join(a.shared, "data", "JSONTestSuite", "test_parsing")
+        if os.path.isdir(suite):
+            for f in sorted(os.listdir(suite)):
+                shutil.copy(os.path.join(suite, f), os.path.join(seeds, f))
+        tj = os.path.join(models, "tinystories-656k-hf", "tokenizer.json")
+        if os.path.exists(tj):
+            shutil.copy(tj, os.path.join(seeds, "tinystories-656k-tokenizer.json"))
+        words = [b"true", b"false", b"null", b"{", b"}", b"[", b"]", b":", b",", b'"', b"\\", b"\\u", b"\\ud83d\\ude00",
+                 b"\\ud800", b"\\udc00", b"\\u0000", b"-0", b"1e400", b"-1e-400", b"9223372036854775807",
+                 b"-9223372036854775808", b"9223372036854775808", b"0.1e1", b"1E+2", b"\xc3\xa9", b"\xed\xa0\x80",
+                 b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc0\x80", b" \t\r\n"]
+        path = os.path.join(a.work, name, "json.dict")
+        with open(path, "w") as f:
+            for w in words:  # libFuzzer's escapes: \\, \" and \xNN
+                f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
+                                           for c in w))
+        return ["-dict=" + path]
     if name in CLI_APP:
         # A dictionary of the program's option names and choices, from its --help.
         out = subprocess.run([os.path.join(a.bin, CLI_APP[name]), "--help"], capture_output=True, text=True).stdout
