@@ -133,6 +133,35 @@ ml_status hf_added_build(ml_hf_tok* t, ml_error* err) {
       if (!hf_text_push(&x, a.content.s, a.content.n, ml_tok_span{0, 0})) return hf_nomem(err, "added_tokens");
       if (t->norm) ML_TRY(hf_norm_apply(t->norm, &x, &tmp, err));
       if (x.s.size()) ML_TRY(trie_add(t->trie_norm, x.s.data(), x.s.size(), (int32_t)i, err));
+      // Decoding reads the normalized content (the Rust library's normalized cache).
+      if (t->norm) {
+        char* c = ml_bump_strdup(&t->mem, x.s.data(), x.s.size());
+        if (!c) return hf_nomem(err, "added_tokens");
+        t->tok[a.id] = hf_strv{c, (uint32_t)x.s.size()};
+      }
+    }
+  }
+  // decode(skip_special) drops the ids whose decode string is a special token's content: a hash
+  // set of those contents.
+  uint32_t mask = 15;
+  while (mask / 2 < t->n_added) mask = mask * 2 + 1;
+  ml_vec<int32_t> set;
+  if (!set.resize((size_t)mask + 1)) return hf_nomem(err, "added_tokens");
+  for (int32_t& v : set) v = -1;
+  for (uint32_t k = 0; k < t->n_added; k++) {
+    if (!t->added[k].special) continue;
+    uint32_t h = hf_hash(t->added[k].content.s, t->added[k].content.n) & mask;
+    while (set[h] >= 0) h = (h + 1) & mask;
+    set[h] = (int32_t)k;
+  }
+  for (uint32_t i = 0; i < t->n_added; i++) {
+    const hf_strv d = t->tok[t->added[i].id];
+    for (uint32_t h = hf_hash(d.s, d.n) & mask; set[h] >= 0; h = (h + 1) & mask) {
+      const hf_strv c = t->added[set[h]].content;
+      if (c.n == d.n && std::memcmp(c.s, d.s, d.n) == 0) {
+        t->flags[t->added[i].id] |= HF_F_SKIP;
+        break;
+      }
     }
   }
   return ML_OK;

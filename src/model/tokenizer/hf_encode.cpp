@@ -109,7 +109,7 @@ ml_status ml_hf_tok_decode(const ml_hf_tok* t, const int32_t* ids, size_t n, boo
     const int32_t id = ids[i];
     if (id < 0 || (uint32_t)id >= t->n_ids) return ml_fail(err, ML_E_ARG, "decode: id %d at index %zu is out of range (vocabulary %u)", id, i, t->n_ids);
     if (!t->tok[id].s) continue;  // a hole in the ids: the Rust library skips it too
-    if (skip_special && (t->flags[id] & HF_F_SPECIAL)) continue;
+    if (skip_special && (t->flags[id] & HF_F_SKIP)) continue;
     toks.push(t->tok[id]);
   }
   return hf_decode_tokens(t, toks.data(), toks.size(), false, false, out, err);

@@ -154,7 +154,10 @@ struct ml_hf_tok {
   hf_strv unk_str;                  // unk_token (may be absent from the vocabulary)
   ml_vec<ml_regex*> regexes;        // every compiled regex, freed with the tokenizer
 };
-enum : uint8_t { HF_F_ADDED = 1, HF_F_SPECIAL = 2, HF_F_MODEL = 4 };
+// HF_F_SKIP: decode(skip_special) drops the id. The Rust library drops a token whose decode string is
+// the content of a special token; a normalized added token decodes to its normalized content
+// (AddedVocabulary's normalized cache), so with a normalizer that changes it, it is not dropped.
+enum : uint8_t { HF_F_ADDED = 1, HF_F_SPECIAL = 2, HF_F_MODEL = 4, HF_F_SKIP = 8 };
 
 // ---- shared helpers (hf_util.cpp) ----
 ml_status hf_nomem(ml_error* err, const char* what);
