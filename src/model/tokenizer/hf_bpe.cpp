@@ -129,8 +129,13 @@ ml_status hf_bpe_load(ml_hf_tok* t, const ml_json* model, ml_error* err) {
   const ml_json* merges = ml_json_get(model, "merges");
   if (!merges || merges->type == ML_JSON_NULL) return ML_OK;
   if (merges->type != ML_JSON_ARRAY) return ml_fail(err, ML_E_FORMAT, "tokenizer.json: model.merges: expected an array");
-  if (merges->n > vocab->n)
-    return ml_fail(err, ML_E_FORMAT, "tokenizer.json: model.merges: %zu merges for %zu tokens (each merge makes a token)", merges->n, vocab->n);
+  // A token of k bytes can be made by at most k - 1 distinct merges: the vocabulary's total bytes
+  // bound the list (Llama 3 has 280,147 merges for 128,000 tokens; several merges make one token).
+  uint64_t vocab_bytes = 0;
+  for (size_t i = 0; i < vocab->n; i++) vocab_bytes += vocab->members[i].key_len;
+  if (merges->n > vocab_bytes)
+    return ml_fail(err, ML_E_FORMAT, "tokenizer.json: model.merges: %zu merges, more than the vocabulary's %llu bytes allow", merges->n,
+                   (unsigned long long)vocab_bytes);
   if (merges->n == 0) return ML_OK;
   t->merge_mask = pow2_at_least(2 * (uint64_t)merges->n) - 1;
   t->merge_table = ml_bump_array<ml_hf_tok::merge_slot>(&t->mem, (size_t)t->merge_mask + 1);
