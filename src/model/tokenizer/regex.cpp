@@ -130,8 +130,7 @@ struct parser {
     return ML_OK;
   }
 
-  ml_status hex(size_t digits_min, size_t digits_max, char close, uint32_t* out) {
-    size_t start = i;
+  ml_status hex(size_t start, size_t digits_min, size_t digits_max, char close, uint32_t* out) {
     uint32_t v = 0;
     size_t k = 0;
     while (i < n && k < digits_max) {
@@ -262,10 +261,10 @@ struct parser {
       case 'x':
         if (i < n && p[i] == '{') {
           ++i;
-          return hex(1, 8, '}', cp);
+          return hex(at, 1, 8, '}', cp);
         }
-        return hex(1, 2, 0, cp);
-      case 'u': return hex(4, 4, 0, cp);
+        return hex(at, 1, 2, 0, cp);
+      case 'u': return hex(at, 4, 4, 0, cp);
       default: break;
     }
     if (c >= '1' && c <= '9') {
@@ -461,6 +460,8 @@ struct parser {
             }
             if (i >= n || p[i] != ':') return fail(at, "inline option other than i is not supported");
             ++i;
+          } else if ((k >= 'a' && k <= 'z') || (k >= 'A' && k <= 'Z')) {
+            return fail(at, "inline option other than i is not supported");
           } else {
             return fail(at, "this group construct (?...) is not supported");
           }
