@@ -49,6 +49,8 @@ struct atom {
   bool icase;       // A_CLASS under (?i)
   uint32_t cps[4];  // A_CHAR
   uint32_t cls;     // A_CLASS
+  bool fast;        // A_CLASS: ascii[] holds the answer for code points below 128
+  uint64_t ascii[2];
 };
 
 // AST.
@@ -87,6 +89,7 @@ struct ml_regex {
   ml_vec<inst> prog;
   ml_vec<cclass> classes;
   ml_vec<citem> items;
+  ml_vec<atom> guards;  // I_SPLIT guards: the branch is tried only when one of these matches
   uint32_t nregs = 0;
 };
 
@@ -130,8 +133,7 @@ struct parser {
     return ML_OK;
   }
 
-  ml_status hex(size_t digits_min, size_t digits_max, char close, uint32_t* out) {
-    size_t start = i;
+  ml_status hex(size_t start, size_t digits_min, size_t digits_max, char close, uint32_t* out) {
     uint32_t v = 0;
     size_t k = 0;
     while (i < n && k < digits_max) {
@@ -262,10 +264,10 @@ struct parser {
       case 'x':
         if (i < n && p[i] == '{') {
           ++i;
-          return hex(1, 8, '}', cp);
+          return hex(at, 1, 8, '}', cp);
         }
-        return hex(1, 2, 0, cp);
-      case 'u': return hex(4, 4, 0, cp);
+        return hex(at, 1, 2, 0, cp);
+      case 'u': return hex(at, 4, 4, 0, cp);
       default: break;
     }
     if (c >= '1' && c <= '9') {
@@ -461,6 +463,8 @@ struct parser {
             }
             if (i >= n || p[i] != ':') return fail(at, "inline option other than i is not supported");
             ++i;
+          } else if ((k >= 'a' && k <= 'z') || (k >= 'A' && k <= 'Z')) {
+            return fail(at, "inline option other than i is not supported");
           } else {
             return fail(at, "this group construct (?...) is not supported");
           }
@@ -642,6 +646,34 @@ struct compiler {
     }
   }
 
+  // The atoms one of which must match the first code point of any match of node id (at most 4);
+  // false when unknown (nullable, anchors, lookahead, too many).
+  bool first_set(uint32_t id, atom* g, uint32_t* ng) const {
+    const node& nd = (*nodes)[id];
+    switch (nd.kind) {
+      case N_ATOM:
+        if (*ng >= 4) return false;
+        g[(*ng)++] = nd.at;
+        return true;
+      case N_REPEAT: return nd.min >= 1 && first_set(nd.kid, g, ng);
+      case N_ALT:
+        for (uint32_t k = nd.kid; k != kInf; k = (*nodes)[k].next)
+          if (!first_set(k, g, ng)) return false;
+        return true;
+      case N_CAT:
+        for (uint32_t k = nd.kid; k != kInf; k = (*nodes)[k].next) {
+          const node& c = (*nodes)[k];
+          if (c.kind == N_REPEAT && c.min == 0) {  // optional: its first characters, then what follows
+            if (!first_set(c.kid, g, ng)) return false;
+            continue;
+          }
+          return first_set(k, g, ng);
+        }
+        return false;
+      default: return false;
+    }
+  }
+
   ml_status gen(uint32_t id) {
     const node& nd = (*nodes)[id];
     inst in{};
@@ -664,6 +696,14 @@ struct compiler {
           if ((*nodes)[k].next != kInf) {
             in = inst{};
             in.op = I_SPLIT;
+            atom g[4];
+            uint32_t ng = 0;
+            if (first_set(k, g, &ng)) {
+              in.min = (uint32_t)re->guards.size();
+              in.max = ng;
+              for (uint32_t q = 0; q < ng; ++q)
+                if (!re->guards.push(g[q])) return ml_fail(err, ML_E_NOMEM, "regex: out of memory compiling the pattern");
+            }
             ML_TRY(emit(in, &split));
             re->prog[split].x = here();
           }
@@ -813,6 +853,7 @@ struct matcher {
         return false;
       case A_ANY: return c != '\n';
       default: {
+        if (c < 128 && a.fast) return (a.ascii[c >> 6] >> (c & 63)) & 1;
         const cclass& cl = re->classes[a.cls];
         if (class_has(cl, c)) return true;
         if (a.icase)
@@ -872,6 +913,15 @@ struct matcher {
           break;
         }
         case I_SPLIT:
+          if (in.max) {  // a guarded alternative: skipped unless its first character can match
+            bool may = false;
+            if (pos < n)
+              for (uint32_t g = 0; g < in.max && !may; ++g) may = atom_match(re->guards[in.min + g], cps[pos]);
+            if (!may) {
+              pc = in.y;
+              break;
+            }
+          }
           if (!push({B_BRANCH, in.y, pos, 0})) return false;
           pc = in.x;
           break;
@@ -964,6 +1014,19 @@ ml_status ml_regex_compile(const char* pattern, size_t len, ml_regex** out, ml_e
     delete re;
     return s;
   }
+  // ASCII bitmaps of the class atoms (computed by the general matcher, folds included).
+  matcher mm;
+  mm.re = re;
+  auto fill = [&](atom& a) {
+    if (a.kind != A_CLASS) return;
+    a.fast = false;
+    a.ascii[0] = a.ascii[1] = 0;
+    for (uint32_t c = 0; c < 128; ++c)
+      if (mm.atom_match(a, c)) a.ascii[c >> 6] |= 1ull << (c & 63);
+    a.fast = true;
+  };
+  for (inst& in : re->prog) fill(in.at);
+  for (atom& a : re->guards) fill(a);
   *out = re;
   return ML_OK;
 }

@@ -31,7 +31,7 @@ struct run_cache {
   uint8_t val = 0;
   run_cache(const uint32_t* s, const uint8_t* v, uint32_t count) : starts(s), vals(v), n(count) {}
   uint8_t get(uint32_t cp) {
-    if (cp - lo <= hi - lo && cp >= lo) return val;
+    if (cp >= lo && cp <= hi) return val;
     uint32_t k = run_index(starts, n, cp);
     lo = starts[k];
     hi = k + 1 < n ? starts[k + 1] - 1 : 0x10FFFF;
