@@ -1,0 +1,962 @@
+// The chat-template evaluator: walks the syntax tree with jinja2's semantics (scopes: the template
+// level, one per for-loop iteration, macro calls; Python's operators on int/float/str/list/dict;
+// attribute then item lookup for `.`, item then attribute for `[]`), writing into an output
+// buffer. Loop iterations, macro depth, output size and memory are bounded (ML_E_ARG past them).
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "model/chat/eval.h"
+
+namespace jj {
+
+ml_bump* rt_bump(rt* r) { return r->b; }
+
+ml_status rt_fail(rt* r, const node* at, ml_status s, const char* fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (at) return ml_fail(r->err, s, "template line %d: %s", at->line, msg);
+  return ml_fail(r->err, s, "template: %s", msg);
+}
+
+ml_status rt_nomem(rt* r) {
+  if (r->b->used_total > ML_TEMPLATE_MAX_MEMORY / 2)
+    return ml_fail(r->err, ML_E_ARG, "template: the rendering needs more than the %zu-byte memory limit", ML_TEMPLATE_MAX_MEMORY);
+  return ml_fail(r->err, ML_E_NOMEM, "template: out of memory");
+}
+
+namespace {
+
+// ---- scopes ----
+
+bool scope_set(rt* r, scope* s, const char* name, size_t n, const jv& v) {
+  for (size_t i = 0; i < s->vars.size(); ++i)
+    if (s->vars[i].n == n && memcmp(s->vars[i].name, name, n) == 0) {
+      s->vars[i].v = v;
+      return true;
+    }
+  (void)r;
+  return s->vars.push(var{name, n, v});
+}
+
+const jv* scope_get(const scope* s, const char* name, size_t n) {
+  for (; s; s = s->parent)
+    for (size_t i = s->vars.size(); i-- > 0;)
+      if (s->vars[i].n == n && memcmp(s->vars[i].name, name, n) == 0) return &s->vars[i].v;
+  return nullptr;
+}
+
+bool name_is(const char* s, size_t n, const char* lit) { return strlen(lit) == n && memcmp(s, lit, n) == 0; }
+
+jv func(fn id) {
+  jv v;
+  v.k = vk::func, v.f_id = id;
+  return v;
+}
+
+ml_status lookup(rt* r, const node* x, scope* s, jv* out) {
+  if (const jv* v = scope_get(s, x->s, x->n)) {
+    *out = *v;
+    return ML_OK;
+  }
+  if (const jv* v = r->ctx ? dict_get_str(r->ctx, x->s, x->n) : nullptr) {
+    *out = *v;
+    return ML_OK;
+  }
+  if (name_is(x->s, x->n, "range")) *out = func(fn::range);
+  else if (name_is(x->s, x->n, "dict")) *out = func(fn::dict);
+  else if (name_is(x->s, x->n, "namespace")) *out = func(fn::namespace_);
+  else if (name_is(x->s, x->n, "raise_exception")) *out = func(fn::raise_exception);
+  else if (name_is(x->s, x->n, "strftime_now")) *out = func(fn::strftime_now);
+  else *out = v_undef(x->s);
+  return ML_OK;
+}
+
+// ---- output ----
+
+ml_status emit(rt* r, const node* at, ml_vec<char>* o, const char* s, size_t n) {
+  if (n > ML_TEMPLATE_MAX_OUTPUT || o->size() > ML_TEMPLATE_MAX_OUTPUT - n)
+    return rt_fail(r, at, ML_E_ARG, "output past the %zu-byte limit", ML_TEMPLATE_MAX_OUTPUT);
+  if (!o->append(s, n)) return rt_nomem(r);
+  return ML_OK;
+}
+
+ml_status emit_value(rt* r, const node* at, ml_vec<char>* o, const jv& v) {
+  if (v.k == vk::str) return emit(r, at, o, v.s, v.n);
+  ml_vec<char> t;
+  if (!append_str(&t, v)) return rt_nomem(r);
+  return emit(r, at, o, t.data(), t.size());
+}
+
+ml_status undefined_error(rt* r, const node* at, const jv& v) {
+  if (v.s) return rt_fail(r, at, ML_E_ARG, "'%s' is undefined", v.s);
+  return rt_fail(r, at, ML_E_ARG, "a value is undefined");
+}
+
+}  // namespace
+
+// ---- attribute and item access ----
+
+// v.name: a method, else a dict member (jinja2's getattr: attribute first, then item).
+ml_status get_attr(rt* r, const node* at, const jv& v, const char* name, size_t n, jv* out) {
+  if (v.k == vk::undef) return undefined_error(r, at, v);
+  bool nomem = false;
+  if (v.k == vk::ns) {
+    const jv* m = dict_get_str(v.d, name, n);
+    *out = m ? *m : v_undef(nullptr);
+    return ML_OK;
+  }
+  if (lookup_method(r, v, name, n, out, &nomem)) return ML_OK;
+  if (nomem) return rt_nomem(r);
+  if (v.k == vk::dict) {
+    const jv* m = dict_get_str(v.d, name, n);
+    *out = m ? *m : v_undef(nullptr);
+    return ML_OK;
+  }
+  if (v.k == vk::list && n > 0 && name[0] >= '0' && name[0] <= '9') {
+    // not reached: x.0 parses as an item access
+  }
+  *out = v_undef(nullptr);
+  return ML_OK;
+}
+
+// Python index normalisation; false when out of range.
+static bool norm_index(int64_t i, size_t n, size_t* out) {
+  if (i < 0) i += (int64_t)n;
+  if (i < 0 || (uint64_t)i >= n) return false;
+  *out = (size_t)i;
+  return true;
+}
+
+// v[key]: an item, else an attribute (jinja2's getitem).
+ml_status get_item(rt* r, const node* at, const jv& v, const jv& key, jv* out) {
+  if (v.k == vk::undef) return undefined_error(r, at, v);
+  if (v.k == vk::dict || v.k == vk::ns) {
+    const jv* m = dict_get(v.d, key);
+    if (m) {
+      *out = *m;
+      return ML_OK;
+    }
+    if (key.k == vk::str && v.k == vk::dict) {
+      bool nomem = false;
+      if (lookup_method(r, v, key.s, key.n, out, &nomem)) return ML_OK;
+      if (nomem) return rt_nomem(r);
+    }
+    *out = v_undef(nullptr);
+    return ML_OK;
+  }
+  if ((v.k == vk::list || v.k == vk::str) && (key.k == vk::integer || key.k == vk::boolean)) {
+    int64_t i = key.k == vk::integer ? key.i : key.b;
+    if (v.k == vk::list) {
+      size_t k;
+      *out = norm_index(i, v.l->n, &k) ? v.l->items[k] : v_undef(nullptr);
+      return ML_OK;
+    }
+    size_t len = utf8_len(v.s, v.n), k;
+    if (!norm_index(i, len, &k)) {
+      *out = v_undef(nullptr);
+      return ML_OK;
+    }
+    size_t a = utf8_offset(v.s, v.n, k), b = utf8_offset(v.s, v.n, k + 1);
+    *out = v_str(v.s + a, b - a);
+    return ML_OK;
+  }
+  if (key.k == vk::str) return get_attr(r, at, v, key.s, key.n, out);
+  *out = v_undef(nullptr);
+  return ML_OK;
+}
+
+namespace {
+
+// Python's slice.indices.
+void slice_indices(int64_t len, const jv& a, const jv& b, const jv& c, int64_t* start, int64_t* stop, int64_t* step) {
+  *step = c.k == vk::integer ? c.i : 1;
+  bool neg = *step < 0;
+  auto clamp = [&](const jv& v, int64_t dflt) {
+    if (v.k != vk::integer) return dflt;
+    int64_t i = v.i;
+    if (i < 0) {
+      i += len;
+      if (i < 0) i = neg ? -1 : 0;
+    } else if (i >= len) {
+      i = neg ? len - 1 : len;
+    }
+    return i;
+  };
+  *start = clamp(a, neg ? len - 1 : 0);
+  *stop = clamp(b, neg ? -1 : len);
+}
+
+ml_status slice_value(rt* r, const node* at, const jv& v, const jv& a, const jv& b, const jv& c, jv* out) {
+  for (const jv* p : {&a, &b, &c})
+    if (p->k != vk::integer && p->k != vk::none && p->k != vk::undef)
+      return rt_fail(r, at, ML_E_ARG, "slice indices must be integers or None, not %s", type_name(*p));
+  if (c.k == vk::integer && c.i == 0) return rt_fail(r, at, ML_E_ARG, "slice step cannot be zero");
+  if (v.k == vk::undef) return undefined_error(r, at, v);
+  if (v.k != vk::list && v.k != vk::str) return rt_fail(r, at, ML_E_ARG, "'%s' object is not subscriptable", type_name(v));
+  bool ascii = true;
+  if (v.k == vk::str)
+    for (size_t i = 0; i < v.n && ascii; ++i) ascii = (unsigned char)v.s[i] < 0x80;
+  int64_t len = v.k == vk::list ? (int64_t)v.l->n : ascii ? (int64_t)v.n : (int64_t)utf8_len(v.s, v.n);
+  int64_t start, stop, step;
+  slice_indices(len, a, b, c, &start, &stop, &step);
+  if (v.k == vk::str && step == 1) {
+    if (stop < start) stop = start;
+    size_t s0 = ascii ? (size_t)start : utf8_offset(v.s, v.n, (size_t)start);
+    size_t s1 = ascii ? (size_t)stop : utf8_offset(v.s, v.n, (size_t)stop);
+    *out = v_str(v.s + s0, s1 - s0);
+    return ML_OK;
+  }
+  ml_vec<jv> items;
+  ml_vec<char> chars;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    if (v.k == vk::list) {
+      if (!items.push(v.l->items[i])) return rt_nomem(r);
+    } else {
+      size_t s0 = ascii ? (size_t)i : utf8_offset(v.s, v.n, (size_t)i);
+      size_t s1 = ascii ? (size_t)i + 1 : utf8_offset(v.s, v.n, (size_t)i + 1);
+      if (!chars.append(v.s + s0, s1 - s0)) return rt_nomem(r);
+    }
+  }
+  bool ok = v.k == vk::list ? new_list(r->b, items.data(), items.size(), out)
+                            : new_str(r->b, chars.data() ? chars.data() : "", chars.size(), out);
+  if (!ok) return rt_nomem(r);
+  out->tuple = v.tuple;
+  return ML_OK;
+}
+
+// ---- operators ----
+
+bool mul_overflow(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+ml_status repeat(rt* r, const node* at, const jv& seq, int64_t times, jv* out) {
+  if (times < 0) times = 0;
+  size_t unit = seq.k == vk::str ? seq.n : seq.l->n * sizeof(jv);
+  if (unit && (uint64_t)times > ML_TEMPLATE_MAX_OUTPUT / unit)
+    return rt_fail(r, at, ML_E_ARG, "repetition past the %zu-byte limit", ML_TEMPLATE_MAX_OUTPUT);
+  if (seq.k == vk::str) {
+    ml_vec<char> t;
+    for (int64_t i = 0; i < times; ++i)
+      if (!t.append(seq.s, seq.n)) return rt_nomem(r);
+    if (!new_str(r->b, t.data() ? t.data() : "", t.size(), out)) return rt_nomem(r);
+    return ML_OK;
+  }
+  ml_vec<jv> t;
+  for (int64_t i = 0; i < times; ++i)
+    for (size_t k = 0; k < seq.l->n; ++k)
+      if (!t.push(seq.l->items[k])) return rt_nomem(r);
+  if (!new_list(r->b, t.data(), t.size(), out)) return rt_nomem(r);
+  out->tuple = seq.tuple;
+  return ML_OK;
+}
+
+const char* op_sym(op o) {
+  switch (o) {
+    case op::add: return "+";
+    case op::sub: return "-";
+    case op::mul: return "*";
+    case op::div: return "/";
+    case op::floordiv: return "//";
+    case op::mod: return "%";
+    case op::pow: return "**";
+    case op::concat: return "~";
+    case op::eq: return "==";
+    case op::ne: return "!=";
+    case op::lt: return "<";
+    case op::le: return "<=";
+    case op::gt: return ">";
+    case op::ge: return ">=";
+    case op::in: return "in";
+    case op::not_in: return "not in";
+  }
+  return "?";
+}
+
+ml_status arith(rt* r, const node* at, op o, const jv& a, const jv& b, jv* out) {
+  if (o == op::concat) {
+    ml_vec<char> t;
+    if (!append_str(&t, a) || !append_str(&t, b)) return rt_nomem(r);
+    if (t.size() > ML_TEMPLATE_MAX_OUTPUT) return rt_fail(r, at, ML_E_ARG, "string past the %zu-byte limit", ML_TEMPLATE_MAX_OUTPUT);
+    if (!new_str(r->b, t.data() ? t.data() : "", t.size(), out)) return rt_nomem(r);
+    return ML_OK;
+  }
+  if (a.k == vk::undef) return undefined_error(r, at, a);
+  if (b.k == vk::undef) return undefined_error(r, at, b);
+  if (o == op::add && a.k == vk::str && b.k == vk::str) {
+    if (a.n + b.n > ML_TEMPLATE_MAX_OUTPUT) return rt_fail(r, at, ML_E_ARG, "string past the %zu-byte limit", ML_TEMPLATE_MAX_OUTPUT);
+    char* p = static_cast<char*>(ml_bump_alloc(r->b, a.n + b.n + 1));
+    if (!p || r->b->used_total > ML_TEMPLATE_MAX_MEMORY) return rt_nomem(r);
+    if (a.n) memcpy(p, a.s, a.n);
+    if (b.n) memcpy(p + a.n, b.s, b.n);
+    p[a.n + b.n] = 0;
+    *out = v_str(p, a.n + b.n);
+    return ML_OK;
+  }
+  if (o == op::add && a.k == vk::list && b.k == vk::list && a.tuple == b.tuple) {
+    ml_vec<jv> t;
+    if (!t.reserve(a.l->n + b.l->n)) return rt_nomem(r);
+    for (size_t i = 0; i < a.l->n; ++i) t.push(a.l->items[i]);
+    for (size_t i = 0; i < b.l->n; ++i) t.push(b.l->items[i]);
+    if (!new_list(r->b, t.data(), t.size(), out)) return rt_nomem(r);
+    out->tuple = a.tuple;
+    return ML_OK;
+  }
+  if (o == op::mul && (a.k == vk::str || a.k == vk::list) && (b.k == vk::integer || b.k == vk::boolean))
+    return repeat(r, at, a, b.k == vk::integer ? b.i : b.b, out);
+  if (o == op::mul && (b.k == vk::str || b.k == vk::list) && (a.k == vk::integer || a.k == vk::boolean))
+    return repeat(r, at, b, a.k == vk::integer ? a.i : a.b, out);
+  if (o == op::mod && a.k == vk::str)
+    return rt_fail(r, at, ML_E_ARG, "printf-style string formatting ('...' %% x) is not supported");
+  if (!is_number(a) || !is_number(b))
+    return rt_fail(r, at, ML_E_ARG, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(o), type_name(a), type_name(b));
+  bool ints = a.k != vk::real && b.k != vk::real;
+  int64_t x = a.k == vk::integer ? a.i : a.b, y = b.k == vk::integer ? b.i : b.b;
+  double fx = num(a), fy = num(b);
+  switch (o) {
+    case op::add:
+      if (ints) {
+        int64_t z;
+        if (__builtin_add_overflow(x, y, &z)) return rt_fail(r, at, ML_E_ARG, "integer overflow in +");
+        *out = v_int(z);
+      } else {
+        *out = v_real(fx + fy);
+      }
+      return ML_OK;
+    case op::sub:
+      if (ints) {
+        int64_t z;
+        if (__builtin_sub_overflow(x, y, &z)) return rt_fail(r, at, ML_E_ARG, "integer overflow in -");
+        *out = v_int(z);
+      } else {
+        *out = v_real(fx - fy);
+      }
+      return ML_OK;
+    case op::mul:
+      if (ints) {
+        int64_t z;
+        if (mul_overflow(x, y, &z)) return rt_fail(r, at, ML_E_ARG, "integer overflow in *");
+        *out = v_int(z);
+      } else {
+        *out = v_real(fx * fy);
+      }
+      return ML_OK;
+    case op::div:
+      if (fy == 0) return rt_fail(r, at, ML_E_ARG, "division by zero");
+      *out = v_real(fx / fy);
+      return ML_OK;
+    case op::floordiv:
+    case op::mod:
+      if (ints) {
+        if (y == 0) return rt_fail(r, at, ML_E_ARG, "integer division or modulo by zero");
+        if (x == INT64_MIN && y == -1) return rt_fail(r, at, ML_E_ARG, "integer overflow in %s", op_sym(o));
+        int64_t q = x / y, m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) --q, m += y;  // Python floors
+        *out = v_int(o == op::floordiv ? q : m);
+      } else {
+        if (fy == 0) return rt_fail(r, at, ML_E_ARG, "float division or modulo by zero");
+        double m = std::fmod(fx, fy);
+        if (m != 0 && ((m < 0) != (fy < 0))) m += fy;
+        *out = o == op::floordiv ? v_real(std::floor(fx / fy)) : v_real(m);
+      }
+      return ML_OK;
+    case op::pow:
+      if (ints && y >= 0) {
+        int64_t z = 1, base = x;
+        for (int64_t e = y; e > 0; e >>= 1) {
+          if ((e & 1) && mul_overflow(z, base, &z)) return rt_fail(r, at, ML_E_ARG, "integer overflow in **");
+          if (e > 1 && mul_overflow(base, base, &base)) return rt_fail(r, at, ML_E_ARG, "integer overflow in **");
+        }
+        *out = v_int(z);
+      } else {
+        if (fx == 0 && fy < 0) return rt_fail(r, at, ML_E_ARG, "0.0 cannot be raised to a negative power");
+        *out = v_real(std::pow(fx, fy));
+      }
+      return ML_OK;
+    default: break;
+  }
+  return rt_fail(r, at, ML_E_ARG, "bad operator");
+}
+
+}  // namespace
+
+ml_status contains(rt* r, const node* at, const jv& hay, const jv& needle, bool* out) {
+  switch (hay.k) {
+    case vk::str:
+      if (needle.k != vk::str)
+        return rt_fail(r, at, ML_E_ARG, "'in <string>' requires string as left operand, not %s", type_name(needle));
+      if (needle.n == 0) {
+        *out = true;
+        return ML_OK;
+      }
+      *out = false;
+      for (size_t i = 0; i + needle.n <= hay.n; ++i)
+        if (memcmp(hay.s + i, needle.s, needle.n) == 0) {
+          *out = true;
+          break;
+        }
+      return ML_OK;
+    case vk::list:
+      *out = false;
+      for (size_t i = 0; i < hay.l->n; ++i)
+        if (equal(hay.l->items[i], needle)) {
+          *out = true;
+          break;
+        }
+      return ML_OK;
+    case vk::dict: case vk::ns:
+      *out = dict_get(hay.d, needle) != nullptr;
+      return ML_OK;
+    case vk::undef:
+      *out = false;  // Undefined iterates as empty
+      return ML_OK;
+    default:
+      return rt_fail(r, at, ML_E_ARG, "argument of type '%s' is not iterable", type_name(hay));
+  }
+}
+
+ml_status compare_values(rt* r, const node* at, op o, const jv& a, const jv& b, bool* out) {
+  switch (o) {
+    case op::eq: *out = equal(a, b); return ML_OK;
+    case op::ne: *out = !equal(a, b); return ML_OK;
+    case op::in: return contains(r, at, b, a, out);
+    case op::not_in: ML_TRY(contains(r, at, b, a, out)); *out = !*out; return ML_OK;
+    default: break;
+  }
+  if (a.k == vk::undef) return undefined_error(r, at, a);
+  if (b.k == vk::undef) return undefined_error(r, at, b);
+  int c;
+  if (!order(a, b, &c))
+    return rt_fail(r, at, ML_E_ARG, "'%s' not supported between instances of '%s' and '%s'", op_sym(o), type_name(a), type_name(b));
+  if (c == 2) {
+    *out = false;
+    return ML_OK;
+  }
+  *out = o == op::lt ? c < 0 : o == op::le ? c <= 0 : o == op::gt ? c > 0 : c >= 0;
+  return ML_OK;
+}
+
+// ---- iteration ----
+
+// The items a for loop (or a filter) walks: list items, dict keys, string characters.
+ml_status iterate(rt* r, const node* at, const jv& v, ml_vec<jv>* out) {
+  switch (v.k) {
+    case vk::undef: return ML_OK;
+    case vk::list:
+      if (!out->reserve(v.l->n)) return rt_nomem(r);
+      for (size_t i = 0; i < v.l->n; ++i) out->push(v.l->items[i]);
+      return ML_OK;
+    case vk::dict: case vk::ns:
+      if (!out->reserve(v.d->n)) return rt_nomem(r);
+      for (size_t i = 0; i < v.d->n; ++i) out->push(v.d->keys[i]);
+      return ML_OK;
+    case vk::str:
+      for (size_t i = 0; i < v.n;) {
+        size_t l = 1;
+        while (i + l < v.n && ((unsigned char)v.s[i + l] & 0xC0) == 0x80) ++l;
+        if (!out->push(v_str(v.s + i, l))) return rt_nomem(r);
+        i += l;
+      }
+      return ML_OK;
+    default:
+      return rt_fail(r, at, ML_E_ARG, "'%s' object is not iterable", type_name(v));
+  }
+}
+
+namespace {
+
+ml_status assign(rt* r, const node* at, scope* s, const node* tgt, const jv& v) {
+  if (tgt->k == nk::name) {
+    if (!scope_set(r, s, tgt->s, tgt->n, v)) return rt_nomem(r);
+    return ML_OK;
+  }
+  // Unpacking: a, b = v
+  ml_vec<jv> items;
+  if (v.k == vk::list || v.k == vk::str) {
+    ML_TRY(iterate(r, at, v, &items));
+  } else if (v.k == vk::dict) {
+    ML_TRY(iterate(r, at, v, &items));
+  } else {
+    return rt_fail(r, at, ML_E_ARG, "cannot unpack non-iterable %s object", type_name(v));
+  }
+  if (items.size() != tgt->nkids)
+    return rt_fail(r, at, ML_E_ARG, "%s values to unpack (expected %zu, got %zu)", items.size() > tgt->nkids ? "too many" : "not enough",
+                   tgt->nkids, items.size());
+  for (size_t i = 0; i < tgt->nkids; ++i)
+    if (!scope_set(r, s, tgt->kids[i]->s, tgt->kids[i]->n, items[i])) return rt_nomem(r);
+  return ML_OK;
+}
+
+}  // namespace
+
+// ---- expressions ----
+
+ml_status eval_args(rt* r, const node* x, scope* s, ml_vec<jv>* args, ml_vec<jv>* kwv) {
+  if (!args->reserve(x->nkids) || !kwv->reserve(x->nkw)) return rt_nomem(r);
+  for (size_t i = 0; i < x->nkids; ++i) {
+    jv v;
+    ML_TRY(eval(r, x->kids[i], s, &v));
+    args->push(v);
+  }
+  for (size_t i = 0; i < x->nkw; ++i) {
+    jv v;
+    ML_TRY(eval(r, x->kwv[i], s, &v));
+    kwv->push(v);
+  }
+  return ML_OK;
+}
+
+struct depth_guard {
+  rt* r;
+  explicit depth_guard(rt* q) : r(q) { ++r->depth; }
+  ~depth_guard() { --r->depth; }
+};
+
+ml_status eval(rt* r, const node* x, scope* s, jv* out) {
+  switch (x->k) {
+    case nk::lit: *out = x->val; return ML_OK;
+    case nk::name: return lookup(r, x, s, out);
+    case nk::attr: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      return get_attr(r, x, v, x->s, x->n, out);
+    }
+    case nk::item: {
+      jv v, k;
+      ML_TRY(eval(r, x->a, s, &v));
+      ML_TRY(eval(r, x->b, s, &k));
+      return get_item(r, x, v, k, out);
+    }
+    case nk::slice: {
+      jv v, a = v_none(), b = v_none(), c = v_none();
+      ML_TRY(eval(r, x->a, s, &v));
+      if (x->b) ML_TRY(eval(r, x->b, s, &a));
+      if (x->c) ML_TRY(eval(r, x->c, s, &b));
+      if (x->kwv[0]) ML_TRY(eval(r, x->kwv[0], s, &c));
+      return slice_value(r, x, v, a, b, c, out);
+    }
+    case nk::call: {
+      jv callee;
+      ML_TRY(eval(r, x->a, s, &callee));
+      ml_vec<jv> args, kwv;
+      ML_TRY(eval_args(r, x, s, &args, &kwv));
+      return rt_call(r, x, callee, args.data(), args.size(), x->kw, kwv.data(), kwv.size(), out);
+    }
+    case nk::filter: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      ml_vec<jv> args, kwv;
+      ML_TRY(eval_args(r, x, s, &args, &kwv));
+      return apply_filter(r, x, x->builtin, v, args.data(), args.size(), x->kw, kwv.data(), kwv.size(), out);
+    }
+    case nk::test: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      ml_vec<jv> args, kwv;
+      ML_TRY(eval_args(r, x, s, &args, &kwv));
+      bool b;
+      ML_TRY(apply_test(r, x, x->builtin, v, args.data(), args.size(), &b));
+      *out = v_bool(b != x->negate);
+      return ML_OK;
+    }
+    case nk::neg: case nk::pos: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      if (v.k == vk::undef) return undefined_error(r, x, v);
+      if (!is_number(v)) return rt_fail(r, x, ML_E_ARG, "bad operand type for unary %s: '%s'", x->k == nk::neg ? "-" : "+", type_name(v));
+      if (x->k == nk::pos) {
+        *out = v.k == vk::boolean ? v_int(v.b) : v;
+      } else if (v.k == vk::real) {
+        *out = v_real(-v.f);
+      } else {
+        int64_t i = v.k == vk::integer ? v.i : v.b;
+        if (i == INT64_MIN) return rt_fail(r, x, ML_E_ARG, "integer overflow in unary -");
+        *out = v_int(-i);
+      }
+      return ML_OK;
+    }
+    case nk::not_: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      *out = v_bool(!truthy(v));
+      return ML_OK;
+    }
+    case nk::and_: case nk::or_: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      if (truthy(v) == (x->k == nk::or_)) {
+        *out = v;
+        return ML_OK;
+      }
+      return eval(r, x->b, s, out);
+    }
+    case nk::bin: {
+      jv a, b;
+      ML_TRY(eval(r, x->a, s, &a));
+      ML_TRY(eval(r, x->b, s, &b));
+      return arith(r, x, x->o, a, b, out);
+    }
+    case nk::compare: {
+      jv a;
+      ML_TRY(eval(r, x->else_kids[0], s, &a));
+      for (size_t i = 0; i + 1 < x->nelse; ++i) {
+        jv b;
+        ML_TRY(eval(r, x->else_kids[i + 1], s, &b));
+        bool ok;
+        ML_TRY(compare_values(r, x, x->ops[i], a, b, &ok));
+        if (!ok) {
+          *out = v_bool(false);
+          return ML_OK;
+        }
+        a = b;
+      }
+      *out = v_bool(true);
+      return ML_OK;
+    }
+    case nk::cond: {
+      jv c;
+      ML_TRY(eval(r, x->a, s, &c));
+      if (truthy(c)) return eval(r, x->b, s, out);
+      if (x->c) return eval(r, x->c, s, out);
+      *out = v_undef(nullptr);
+      return ML_OK;
+    }
+    case nk::list: case nk::tuple: {
+      ml_vec<jv> items;
+      if (!items.reserve(x->nkids)) return rt_nomem(r);
+      for (size_t i = 0; i < x->nkids; ++i) {
+        jv v;
+        ML_TRY(eval(r, x->kids[i], s, &v));
+        items.push(v);
+      }
+      if (!new_list(r->b, items.data(), items.size(), out)) return rt_nomem(r);
+      out->tuple = x->k == nk::tuple;
+      return ML_OK;
+    }
+    case nk::dict: {
+      if (!new_dict(r->b, x->nkids, out)) return rt_nomem(r);
+      for (size_t i = 0; i < x->nkids; ++i) {
+        jv k, v;
+        ML_TRY(eval(r, x->kids[i], s, &k));
+        ML_TRY(eval(r, x->else_kids[i], s, &v));
+        if (k.k == vk::list && !k.tuple) return rt_fail(r, x, ML_E_ARG, "unhashable type: 'list'");
+        if (k.k == vk::dict) return rt_fail(r, x, ML_E_ARG, "unhashable type: 'dict'");
+        if (!dict_set(r->b, out->d, k, v)) return rt_nomem(r);
+      }
+      return ML_OK;
+    }
+    default: break;
+  }
+  return rt_fail(r, x, ML_E_FORMAT, "statement used as an expression");
+}
+
+// ---- calls ----
+
+ml_status call_macro(rt* r, const node* at, const jv& m, const jv* args, size_t nargs, const char* const* kw, const jv* kwv,
+                     size_t nkw, jv* out) {
+  const node* def = m.m;
+  if (r->depth >= ML_TEMPLATE_MAX_CALL_DEPTH)
+    return rt_fail(r, at, ML_E_ARG, "macro calls nested deeper than %d (infinite recursion?)", ML_TEMPLATE_MAX_CALL_DEPTH);
+  depth_guard g(r);
+  scope local;
+  local.parent = m.env;
+  if (nargs > def->nkw)
+    return rt_fail(r, at, ML_E_ARG, "macro '%s' takes not more than %zu argument(s)", def->s, def->nkw);
+  for (size_t i = 0; i < def->nkw; ++i) {
+    jv v = v_undef(def->kw[i]);
+    bool set = false;
+    if (i < nargs) v = args[i], set = true;
+    for (size_t k = 0; k < nkw; ++k)
+      if (strcmp(kw[k], def->kw[i]) == 0) {
+        if (set) return rt_fail(r, at, ML_E_ARG, "macro '%s' got multiple values for argument '%s'", def->s, def->kw[i]);
+        v = kwv[k], set = true;
+      }
+    if (!set && def->kwv[i]) ML_TRY(eval(r, def->kwv[i], &local, &v));
+    if (!scope_set(r, &local, def->kw[i], strlen(def->kw[i]), v)) return rt_nomem(r);
+  }
+  for (size_t k = 0; k < nkw; ++k) {
+    bool known = false;
+    for (size_t i = 0; i < def->nkw && !known; ++i) known = strcmp(kw[k], def->kw[i]) == 0;
+    if (!known) return rt_fail(r, at, ML_E_ARG, "macro '%s' has no parameter named '%s'", def->s, kw[k]);
+  }
+  if (m.caller) {
+    // caller(): the {% call %} block's body, called like a macro, closing over the block's scope.
+    jv c;
+    c.k = vk::macro, c.m = m.caller, c.env = m.recv->env;
+    if (!scope_set(r, &local, "caller", 6, c)) return rt_nomem(r);
+  }
+  ml_vec<char> buf;
+  ml_status st = exec_body(r, def->kids, def->nkids, &local, &buf);
+  if (st == ML_OK && r->flow != flow_kind::none) r->flow = flow_kind::none;
+  ML_TRY(st);
+  if (!new_str(r->b, buf.data() ? buf.data() : "", buf.size(), out)) return rt_nomem(r);
+  return ML_OK;
+}
+
+ml_status call_func(rt* r, const node* at, const jv& f, const jv* args, size_t nargs, const char* const* kw, const jv* kwv,
+                    size_t nkw, jv* out) {
+  switch (f.f_id) {
+    case fn::raise_exception: {
+      jv msg = nargs ? args[0] : v_str("", 0);
+      ML_TRY(to_str(r, msg, &msg));
+      return ml_fail(r->err, ML_E_ARG, "template line %d: raise_exception: %.*s", at ? at->line : 0, (int)(msg.n > 300 ? 300 : msg.n), msg.s);
+    }
+    case fn::strftime_now: {
+      if (r->fixed_time) {
+        *out = *r->fixed_time;
+        return ML_OK;
+      }
+      if (nargs != 1 || args[0].k != vk::str) return rt_fail(r, at, ML_E_ARG, "strftime_now expects one format string");
+      char fmt[256];
+      if (args[0].n >= sizeof fmt) return rt_fail(r, at, ML_E_ARG, "strftime_now: format too long");
+      memcpy(fmt, args[0].s, args[0].n);
+      fmt[args[0].n] = 0;
+      time_t now = time(nullptr);
+      struct tm tmv;
+      localtime_r(&now, &tmv);
+      char buf[512];
+      size_t n = strftime(buf, sizeof buf, fmt, &tmv);
+      if (!new_str(r->b, buf, n, out)) return rt_nomem(r);
+      return ML_OK;
+    }
+    case fn::range: {
+      if (nkw) return rt_fail(r, at, ML_E_ARG, "range() takes no keyword arguments");
+      int64_t a[3] = {0, 0, 1};
+      if (nargs < 1 || nargs > 3) return rt_fail(r, at, ML_E_ARG, "range expected 1 to 3 arguments, got %zu", nargs);
+      for (size_t i = 0; i < nargs; ++i) {
+        if (args[i].k != vk::integer && args[i].k != vk::boolean)
+          return rt_fail(r, at, ML_E_ARG, "'%s' object cannot be interpreted as an integer", type_name(args[i]));
+      }
+      if (nargs == 1) a[1] = args[0].k == vk::integer ? args[0].i : args[0].b;
+      else
+        for (size_t i = 0; i < nargs; ++i) a[i] = args[i].k == vk::integer ? args[i].i : args[i].b;
+      if (a[2] == 0) return rt_fail(r, at, ML_E_ARG, "range() arg 3 must not be zero");
+      // Count without overflow.
+      long double span = a[2] > 0 ? (long double)a[1] - a[0] : (long double)a[0] - a[1];
+      long double step = a[2] > 0 ? (long double)a[2] : -(long double)a[2];
+      long double cnt = span <= 0 ? 0 : (span + step - 1) / step;
+      if (cnt > (long double)ML_TEMPLATE_MAX_ITERATIONS)
+        return rt_fail(r, at, ML_E_ARG, "range of %.0Lf items past the %llu-iteration limit", cnt,
+                       (unsigned long long)ML_TEMPLATE_MAX_ITERATIONS);
+      size_t n = (size_t)cnt;
+      ml_vec<jv> items;
+      if (!items.reserve(n)) return rt_nomem(r);
+      for (size_t i = 0; i < n; ++i) items.push(v_int(a[0] + (int64_t)i * a[2]));
+      if (!new_list(r->b, items.data(), n, out)) return rt_nomem(r);
+      return ML_OK;
+    }
+    case fn::dict: case fn::namespace_: {
+      if (!new_dict(r->b, nkw + 4, out)) return rt_nomem(r);
+      for (size_t i = 0; i < nargs; ++i) {  // dict(mapping) / namespace(mapping)
+        if (args[i].k != vk::dict && args[i].k != vk::ns)
+          return rt_fail(r, at, ML_E_ARG, "%s() positional arguments must be mappings", f.f_id == fn::dict ? "dict" : "namespace");
+        for (size_t k = 0; k < args[i].d->n; ++k)
+          if (!dict_set(r->b, out->d, args[i].d->keys[k], args[i].d->vals[k])) return rt_nomem(r);
+      }
+      for (size_t i = 0; i < nkw; ++i) {
+        jv key;
+        if (!new_str(r->b, kw[i], strlen(kw[i]), &key) || !dict_set(r->b, out->d, key, kwv[i])) return rt_nomem(r);
+      }
+      if (f.f_id == fn::namespace_) out->k = vk::ns;
+      return ML_OK;
+    }
+    case fn::caller: case fn::cycle_: break;
+  }
+  return rt_fail(r, at, ML_E_ARG, "this function cannot be called");
+}
+
+ml_status rt_call(rt* r, const node* at, const jv& callee, const jv* args, size_t nargs, const char* const* kw, const jv* kwv,
+                  size_t nkw, jv* out) {
+  switch (callee.k) {
+    case vk::macro: return call_macro(r, at, callee, args, nargs, kw, kwv, nkw, out);
+    case vk::func: return call_func(r, at, callee, args, nargs, kw, kwv, nkw, out);
+    case vk::method: return call_method(r, at, callee, args, nargs, kw, kwv, nkw, out);
+    case vk::undef:
+      if (callee.s) return rt_fail(r, at, ML_E_ARG, "'%s' is undefined", callee.s);
+      return rt_fail(r, at, ML_E_ARG, "an undefined value is not callable");
+    default: return rt_fail(r, at, ML_E_ARG, "'%s' object is not callable", type_name(callee));
+  }
+}
+
+// ---- statements ----
+
+namespace {
+
+ml_status count_iteration(rt* r, const node* at) {
+  if (++r->iterations > ML_TEMPLATE_MAX_ITERATIONS)
+    return rt_fail(r, at, ML_E_ARG, "more than %llu loop iterations", (unsigned long long)ML_TEMPLATE_MAX_ITERATIONS);
+  return ML_OK;
+}
+
+ml_status exec_for(rt* r, const node* x, scope* s, ml_vec<char>* o) {
+  jv seq;
+  ML_TRY(eval(r, x->b, s, &seq));
+  ml_vec<jv> all;
+  ML_TRY(iterate(r, x, seq, &all));
+  // The loop filter runs first: loop.length and loop.index count the items it keeps.
+  ml_vec<jv> items;
+  if (x->c) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      ML_TRY(count_iteration(r, x));
+      scope fs;
+      fs.parent = s;
+      ML_TRY(assign(r, x, &fs, x->a, all[i]));
+      jv c;
+      ML_TRY(eval(r, x->c, &fs, &c));
+      if (truthy(c) && !items.push(all[i])) return rt_nomem(r);
+    }
+  } else {
+    items = static_cast<ml_vec<jv>&&>(all);
+  }
+  const size_t n = items.size();
+  if (n == 0) return x->nelse ? exec_body(r, x->else_kids, x->nelse, s, o) : ML_OK;
+  jv loop;
+  if (!new_dict(r->b, 12, &loop)) return rt_nomem(r);
+  jv seqlist;
+  if (!new_list(r->b, items.data(), n, &seqlist)) return rt_nomem(r);
+  static const char* const keys[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "previtem", "nextitem", "depth", "depth0"};
+  jv kv[11];
+  for (int k = 0; k < 11; ++k)
+    if (!new_str(r->b, keys[k], strlen(keys[k]), &kv[k])) return rt_nomem(r);
+  for (size_t i = 0; i < n; ++i) {
+    ML_TRY(count_iteration(r, x));
+    scope it;
+    it.parent = s;
+    ML_TRY(assign(r, x, &it, x->a, items[i]));
+    jv lp;
+    if (!new_dict(r->b, 12, &lp)) return rt_nomem(r);
+    const jv vals[11] = {v_int((int64_t)i + 1), v_int((int64_t)i), v_int((int64_t)(n - i)), v_int((int64_t)(n - i - 1)),
+                         v_bool(i == 0), v_bool(i + 1 == n), v_int((int64_t)n), i > 0 ? items[i - 1] : v_undef(nullptr),
+                         i + 1 < n ? items[i + 1] : v_undef(nullptr), v_int(1), v_int(0)};
+    for (int k = 0; k < 11; ++k)
+      if (!dict_set(r->b, lp.d, kv[k], vals[k])) return rt_nomem(r);
+    lp.k = vk::ns;  // attribute access only, printed rarely
+    lp.tuple = true;  // marks a loop object (loop.cycle)
+    if (!scope_set(r, &it, "loop", 4, lp)) return rt_nomem(r);
+    ML_TRY(exec_body(r, x->kids, x->nkids, &it, o));
+    if (r->flow == flow_kind::brk) {
+      r->flow = flow_kind::none;
+      break;
+    }
+    if (r->flow == flow_kind::cont) r->flow = flow_kind::none;
+  }
+  return ML_OK;
+}
+
+ml_status exec_if(rt* r, const node* x, scope* s, ml_vec<char>* o) {
+  jv c;
+  ML_TRY(eval(r, x->a, s, &c));
+  if (truthy(c)) return exec_body(r, x->kids, x->nkids, s, o);
+  return exec_body(r, x->else_kids, x->nelse, s, o);
+}
+
+// Renders kids into a fresh string, then applies the filter chain f (whose innermost operand is
+// the placeholder holder).
+ml_status capture(rt* r, const node* x, scope* s, jv* out) {
+  ml_vec<char> buf;
+  ML_TRY(exec_body(r, x->kids, x->nkids, s, &buf));
+  if (!new_str(r->b, buf.data() ? buf.data() : "", buf.size(), out)) return rt_nomem(r);
+  if (!x->b) return ML_OK;
+  // Walk the chain from the placeholder outwards.
+  ml_vec<const node*> chain;
+  for (const node* f = x->b; f != x->c; f = f->a)
+    if (!chain.push(f)) return rt_nomem(r);
+  for (size_t i = chain.size(); i-- > 0;) {
+    const node* f = chain[i];
+    ml_vec<jv> args, kwv;
+    ML_TRY(eval_args(r, f, s, &args, &kwv));
+    ML_TRY(apply_filter(r, f, f->builtin, *out, args.data(), args.size(), f->kw, kwv.data(), kwv.size(), out));
+  }
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status exec(rt* r, const node* x, scope* s, ml_vec<char>* o) {
+  switch (x->k) {
+    case nk::text: return emit(r, x, o, x->s, x->n);
+    case nk::output: {
+      jv v;
+      ML_TRY(eval(r, x->a, s, &v));
+      return emit_value(r, x, o, v);
+    }
+    case nk::if_: return exec_if(r, x, s, o);
+    case nk::for_: return exec_for(r, x, s, o);
+    case nk::set: {
+      jv v;
+      ML_TRY(eval(r, x->b, s, &v));
+      return assign(r, x, s, x->a, v);
+    }
+    case nk::set_attr: {
+      jv target, v;
+      ML_TRY(eval(r, x->a->a, s, &target));
+      ML_TRY(eval(r, x->b, s, &v));
+      if (target.k != vk::ns) return rt_fail(r, x, ML_E_ARG, "cannot assign attribute on non-namespace object");
+      jv key;
+      if (!new_str(r->b, x->a->s, x->a->n, &key) || !dict_set(r->b, target.d, key, v)) return rt_nomem(r);
+      return ML_OK;
+    }
+    case nk::set_block: {
+      jv v;
+      ML_TRY(capture(r, x, s, &v));
+      return assign(r, x, s, x->a, v);
+    }
+    case nk::filter_block: {
+      jv v;
+      ML_TRY(capture(r, x, s, &v));
+      return emit_value(r, x, o, v);
+    }
+    case nk::macro: {
+      jv m;
+      m.k = vk::macro, m.m = x, m.env = s;
+      if (!scope_set(r, s, x->s, x->n, m)) return rt_nomem(r);
+      return ML_OK;
+    }
+    case nk::call_block: {
+      const node* c = x->a;
+      jv callee;
+      ML_TRY(eval(r, c->a, s, &callee));
+      ml_vec<jv> args, kwv;
+      ML_TRY(eval_args(r, c, s, &args, &kwv));
+      if (callee.k != vk::macro) return rt_fail(r, x, ML_E_ARG, "a call block needs a macro");
+      // caller(): a macro whose body is the call block's, closing over this scope.
+      jv holder;
+      holder.k = vk::macro, holder.env = s;
+      jv* hp = ml_bump_new<jv>(r->b, holder);
+      if (!hp) return rt_nomem(r);
+      jv m = callee;
+      m.caller = x, m.recv = hp;
+      jv v;
+      ML_TRY(call_macro(r, x, m, args.data(), args.size(), c->kw, kwv.data(), kwv.size(), &v));
+      return emit_value(r, x, o, v);
+    }
+    case nk::with_: {
+      scope w;
+      w.parent = s;
+      for (size_t i = 0; i < x->nkw; ++i) {
+        jv v;
+        ML_TRY(eval(r, x->kwv[i], s, &v));
+        if (!scope_set(r, &w, x->kw[i], strlen(x->kw[i]), v)) return rt_nomem(r);
+      }
+      return exec_body(r, x->kids, x->nkids, &w, o);
+    }
+    case nk::body: return exec_body(r, x->kids, x->nkids, s, o);
+    case nk::break_: r->flow = flow_kind::brk; return ML_OK;
+    case nk::continue_: r->flow = flow_kind::cont; return ML_OK;
+    default: return rt_fail(r, x, ML_E_FORMAT, "expression used as a statement");
+  }
+}
+
+ml_status exec_body(rt* r, node* const* kids, size_t n, scope* s, ml_vec<char>* o) {
+  for (size_t i = 0; i < n; ++i) {
+    ML_TRY(exec(r, kids[i], s, o));
+    if (r->flow != flow_kind::none) return ML_OK;
+  }
+  return ML_OK;
+}
+
+}  // namespace jj
