@@ -125,7 +125,7 @@ class Chat(unittest.TestCase):
         self.assertIn("chat template", err)
         p = subprocess.run([ENV.exe("ml_tok"), d, "encode", "-"], input=b"ok \xff bad", capture_output=True)
         self.assertEqual(p.returncode, 2)
-        self.assertIn(b"byte 3", p.stderr)
+        self.assertIn(b"invalid UTF-8 at byte offset 3", p.stderr)
 
 
 def main():
