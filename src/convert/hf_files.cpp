@@ -32,7 +32,11 @@ ml_status open_optional(const char* dir, const char* name, ml_file* f, bool* pre
 }  // namespace
 
 bool cv_is_hf_tokenizer(const char* path) {
-  if (is_dir(path)) return true;
+  struct stat st;
+  if (stat(path, &st) != 0) return false;
+  if (S_ISDIR(st.st_mode)) return true;
+  // Only a regular file is peeked at: opening a FIFO would block (ml_file_open refuses it later).
+  if (!S_ISREG(st.st_mode)) return false;
   FILE* fp = std::fopen(path, "rb");
   if (!fp) return false;
   int c;

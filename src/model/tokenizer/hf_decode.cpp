@@ -16,10 +16,12 @@ namespace {
 
 // The GPT-2 byte <-> unicode table: printable Latin-1 bytes map to themselves, the other 68 to
 // U+0100.. in byte order.
+// Built at compile time: this file is compiled with the ISA's flags, where a dynamic initialiser
+// would run before main_guard checks the CPU (DESIGN.md, "ISA guard").
 struct byte_maps {
-  uint32_t to_cp[256];
-  int16_t from_cp[324];
-  byte_maps() {
+  uint32_t to_cp[256]{};
+  int16_t from_cp[324]{};
+  constexpr byte_maps() {
     for (int i = 0; i < 324; i++) from_cp[i] = -1;
     int extra = 0;
     for (int b = 0; b < 256; b++) {
@@ -29,7 +31,7 @@ struct byte_maps {
     }
   }
 };
-const byte_maps kMaps;
+constexpr byte_maps kMaps{};
 
 // Lists of strings: buf with the end of each.
 struct toklist {
