@@ -179,6 +179,7 @@ std::vector<std::string> corpus() {
       "I'm sure you're right, we've seen they'll say he'd and it's done. Don't!",
       "I'M SURE YOU'RE RIGHT, WE'VE SEEN THEY'LL SAY HE'D. DON'T 'S 'T 'Re 'vE 'Ll",
       "'ſ 'ſt 'K 'Ｓ",
+      "'Sup 'TIS 'REAL 'VEry 'MOM 'LLama 'DOG 'ſtop 'sx 'ts 'Ll 'rE 've 'D'S'T",
       "1234567 3.14159 1,000,000 ١٢٣٤٥ ४२ 12 345 6789 ½ Ⅻ 2²",
       "café naïve résumé Ångström façade",
       "e\xCC\x81 a\xCC\x8A\xCC\xA3 Z\xCC\xA4\xCD\x94\xCD\xA7\xCC\x91\xCC\x93",
