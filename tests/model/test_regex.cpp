@@ -179,6 +179,7 @@ std::vector<std::string> corpus() {
       "I'm sure you're right, we've seen they'll say he'd and it's done. Don't!",
       "I'M SURE YOU'RE RIGHT, WE'VE SEEN THEY'LL SAY HE'D. DON'T 'S 'T 'Re 'vE 'Ll",
       "'ſ 'ſt 'K 'Ｓ",
+      "a12 b3 c456 x   y  z 1 22 333",
       "'Sup 'TIS 'REAL 'VEry 'MOM 'LLama 'DOG 'ſtop 'sx 'ts 'Ll 'rE 've 'D'S'T",
       "1234567 3.14159 1,000,000 ١٢٣٤٥ ४२ 12 345 6789 ½ Ⅻ 2²",
       "café naïve résumé Ångström façade",
@@ -265,6 +266,7 @@ TEST_CASE("Regex: matches identical to JavaScript RegExp (u flag)", "[regex]") {
       R"([^\p{P}\p{S}\p{Z}]+|\p{C}|\p{M})",
       R"(\p{Nd}+(?:\.\p{Nd}+)?|[\r\n]+|[^\r\n\d]{1,5})",
       R"((?:\s|[.,!?]){2,}|'(?:s|t|ll)|\p{L}(?:\p{M}|\x{200D}\p{So})*)",
+      R"(\w{1,8}\d{2}|\s{0,6}\s{3}\S|\S{1,5}?\S{2}(?!\S)|.)",  // backtracking down to the minimum count
   };
   std::vector<std::string> texts = corpus();
   std::vector<std::vector<uint32_t>> tcps;
