@@ -355,6 +355,7 @@ TEST_CASE("Regex: refused constructs name the construct and its offset", "[regex
       {R"(a**)", "regex offset 2: nested quantifier"},
       {R"(*a)", "regex offset 0: quantifier without a target"},
       {R"(a{2}{3})", "regex offset 4: nested quantifier"},
+      {R"(a{2,3}+)", "regex offset 6: nested quantifier"},
       {R"(\k<n>)", "regex offset 0: named backreference"},
       {R"(\bword)", "regex offset 0: word boundary"},
       {R"([[:alpha:]])", "regex offset 1: nested class or POSIX bracket"},
@@ -405,6 +406,13 @@ TEST_CASE("Regex: Oniguruma semantics the oracle cannot show", "[regex]") {
   Re upto("a{,2}");
   t = {'a', 'a', 'a'};
   CHECK(all_matches(upto.re, t) == (std::vector<size_t>{0, 2, 2, 3, 3, 3}));
+  // x{n}? is (?:x{n})? in Oniguruma (not a lazy {n}); x{n,m}? is lazy.
+  Re fixed("a{2}?b");
+  t = {'a', 'b', 'a', 'a', 'b'};
+  CHECK(all_matches(fixed.re, t) == (std::vector<size_t>{1, 2, 2, 5}));
+  Re lazy("a{1,3}?");
+  t = {'a', 'a'};
+  CHECK(all_matches(lazy.re, t) == (std::vector<size_t>{0, 1, 1, 2}));
   // A literal '{' that is not a quantifier.
   Re brace("a{b}|{");
   t = {'a', '{', 'b', '}', '{'};

@@ -27,6 +27,8 @@ constexpr uint32_t kMaxRepeat = 1000;       // n and m of {n,m}
 constexpr size_t kMaxProgram = 100000;      // instructions after expanding counted repeats
 constexpr uint64_t kStepBase = 1u << 22;    // step budget of one find: base + per code point
 constexpr uint64_t kStepsPerCp = 1024;
+constexpr size_t kStackBase = 1u << 20;     // backtrack entries of one find: base + per code point
+constexpr size_t kStackPerCp = 4;
 constexpr uint32_t kInf = 0xFFFFFFFFu;
 
 // Class items: a range, a set of general categories, White_Space; each possibly complemented.
@@ -553,9 +555,16 @@ struct parser {
           if (mn > kMaxRepeat || (mx != kInf && mx > kMaxRepeat))
             return fail(qat, "repeat count above the limit of 1000");
           if (mx < mn) return fail(qat, "repeat range {n,m} with m < n");
-          bool greedy = true;
-          if (i < n && p[i] == '?') greedy = false, ++i;
-          else if (i < n && p[i] == '+') return fail(i, "possessive quantifier is not supported");
+          bool brace = p[qat] == '{', greedy = true, optional = false, lazy_optional = false;
+          if (i < n && p[i] == '?') {
+            // Oniguruma: x{n}? is (?:x{n})? (a fixed interval is greedy only); x{n,m}? is lazy.
+            if (brace && mn == mx) optional = true;
+            else greedy = false;
+            ++i;
+            if (optional && i < n && p[i] == '?') lazy_optional = true, ++i;
+          } else if (i < n && p[i] == '+') {
+            return fail(i, brace ? "nested quantifier is not supported" : "possessive quantifier is not supported");
+          }
           if (i < n && (p[i] == '*' || p[i] == '+' || p[i] == '?')) return fail(i, "nested quantifier is not supported");
           if (i < n && p[i] == '{') {
             size_t save = i;
@@ -570,6 +579,13 @@ struct parser {
           r.kid = a;
           r.next = kInf;
           ML_TRY(add(r, &a));
+          if (optional) {
+            r.flag = !lazy_optional;
+            r.min = 0;
+            r.max = 1;
+            r.kid = a;
+            ML_TRY(add(r, &a));
+          }
         }
       }
       if (head == kInf) head = a;
@@ -811,7 +827,8 @@ struct matcher {
   ml_vec<bt> stack;
   ml_vec<size_t> regs;
   ml_error* err = nullptr;
-  bool out_of_steps = false, oom = false;
+  bool out_of_steps = false, oom = false, stack_full = false;
+  size_t stack_limit = 0;
   // Memo of the last category run table interval.
   uint32_t lo = 1, hi = 0;
   uint8_t val = 0;
@@ -865,6 +882,10 @@ struct matcher {
   }
 
   bool push(const bt& b) {
+    if (stack.size() >= stack_limit) {
+      stack_full = true;
+      return false;
+    }
     if (!stack.push(b)) {
       oom = true;
       return false;
@@ -936,7 +957,7 @@ struct matcher {
           size_t e;
           size_t mark = stack.size();
           bool m = run(pc + 1, pos, &e, depth + 1);
-          if (out_of_steps || oom) return false;
+          if (out_of_steps || oom || stack_full) return false;
           // Lookahead is atomic: its backtrack entries are dropped (restoring registers).
           while (stack.size() > mark) {
             bt b = stack.back();
@@ -1042,6 +1063,7 @@ ml_status ml_regex_find(const ml_regex* re, const uint32_t* cps, size_t n, size_
   m.re = re, m.cps = cps, m.n = n;
   m.err = err;
   m.budget = kStepBase + kStepsPerCp * (uint64_t)(n - from);
+  m.stack_limit = kStackBase + kStackPerCp * (n - from);
   if (!m.regs.resize(re->nregs)) return ml_fail(err, ML_E_NOMEM, "regex: out of memory matching");
   for (size_t s = from; s <= n; ++s) {
     size_t e;
@@ -1053,6 +1075,9 @@ ml_status ml_regex_find(const ml_regex* re, const uint32_t* cps, size_t n, size_
       return ML_OK;
     }
     if (m.oom) return ml_fail(err, ML_E_NOMEM, "regex: out of memory matching (backtrack stack)");
+    if (m.stack_full)
+      return ml_fail(err, ML_E_ARG, "regex: backtrack stack limit reached (%zu entries: %zu + %zu per code point searched)",
+                     m.stack_limit, kStackBase, kStackPerCp);
     if (m.out_of_steps)
       return ml_fail(err, ML_E_ARG, "regex: match step budget exhausted (limit %llu steps: %llu + %llu per code point searched)",
                      (unsigned long long)m.budget, (unsigned long long)kStepBase, (unsigned long long)kStepsPerCp);
