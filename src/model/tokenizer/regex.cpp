@@ -667,10 +667,16 @@ struct compiler {
   bool first_set(uint32_t id, atom* g, uint32_t* ng) const {
     const node& nd = (*nodes)[id];
     switch (nd.kind) {
-      case N_ATOM:
+      case N_ATOM: {
+        for (uint32_t q = 0; q < *ng; ++q)  // the same atom twice ('s|'t): once
+          if (g[q].kind == nd.at.kind && g[q].ncp == nd.at.ncp && g[q].icase == nd.at.icase && g[q].cls == nd.at.cls &&
+              g[q].cps[0] == nd.at.cps[0] && g[q].cps[1] == nd.at.cps[1] && g[q].cps[2] == nd.at.cps[2] &&
+              g[q].cps[3] == nd.at.cps[3])
+            return true;
         if (*ng >= 4) return false;
         g[(*ng)++] = nd.at;
         return true;
+      }
       case N_REPEAT: return nd.min >= 1 && first_set(nd.kid, g, ng);
       case N_ALT:
         for (uint32_t k = nd.kid; k != kInf; k = (*nodes)[k].next)
@@ -862,7 +868,7 @@ struct matcher {
     return in != cl.neg;
   }
 
-  bool atom_match(const atom& a, uint32_t c) {
+  __attribute__((always_inline)) bool atom_match(const atom& a, uint32_t c) {
     switch (a.kind) {
       case A_CHAR:
         for (int k = 0; k < a.ncp; ++k)
