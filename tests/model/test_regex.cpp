@@ -169,8 +169,12 @@ std::vector<size_t> all_matches(const ml_regex* re, const std::vector<uint32_t>&
 
 std::string json_cps(const std::vector<uint32_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  s += ']';
+  return s;
 }
 
 std::vector<std::string> corpus() {
@@ -273,9 +277,15 @@ TEST_CASE("Regex: matches identical to JavaScript RegExp (u flag)", "[regex]") {
   std::vector<std::vector<uint32_t>> tcps;
   for (const auto& s : texts) tcps.push_back(cps_of(s));
   std::string json = "{\"patterns\":[";
-  for (size_t i = 0; i < patterns.size(); ++i) json += (i ? "," : "") + json_cps(cps_of(patterns[i]));
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (i) json += ',';
+    json += json_cps(cps_of(patterns[i]));
+  }
   json += "],\"texts\":[";
-  for (size_t i = 0; i < tcps.size(); ++i) json += (i ? "," : "") + json_cps(tcps[i]);
+  for (size_t i = 0; i < tcps.size(); ++i) {
+    if (i) json += ',';
+    json += json_cps(tcps[i]);
+  }
   json += "]}";
   std::string script = ml_test_tmp("regex_oracle.js"), in = ml_test_tmp("regex_oracle.json");
   ml_test_write(script, kOracle);
