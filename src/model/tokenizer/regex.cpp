@@ -901,7 +901,7 @@ struct matcher {
 
   // Runs from pc at pos until I_MATCH; *end = the match's end. False: no match (or a failure:
   // out_of_steps / oom set).
-  bool run(uint32_t pc, size_t pos, size_t* end, int depth) {
+  bool run(uint32_t pc, size_t pos, size_t* end) {
     size_t base = stack.size();
     const inst* prog = re->prog.data();
     for (;;) {
@@ -962,7 +962,7 @@ struct matcher {
         case I_LOOK: {
           size_t e;
           size_t mark = stack.size();
-          bool m = run(pc + 1, pos, &e, depth + 1);
+          bool m = run(pc + 1, pos, &e);  // depth bounded by the pattern's lookahead nesting
           if (out_of_steps || oom || stack_full) return false;
           // Lookahead is atomic: its backtrack entries are dropped (restoring registers).
           while (stack.size() > mark) {
@@ -1065,6 +1065,7 @@ ml_status ml_regex_find(const ml_regex* re, const uint32_t* cps, size_t n, size_
   *found = false;
   *start = *end = 0;
   if (from > n) return ml_fail(err, ML_E_ARG, "regex: search start %zu is past the end %zu", from, n);
+  if (n > 0xFFFFFFFFu) return ml_fail(err, ML_E_ARG, "regex: text of %zu code points is over the limit of 2^32 - 1", n);
   matcher m;
   m.re = re, m.cps = cps, m.n = n;
   m.err = err;
@@ -1074,7 +1075,7 @@ ml_status ml_regex_find(const ml_regex* re, const uint32_t* cps, size_t n, size_
   for (size_t s = from; s <= n; ++s) {
     size_t e;
     m.stack.clear();
-    if (m.run(0, s, &e, 0)) {
+    if (m.run(0, s, &e)) {
       *found = true;
       *start = s;
       *end = e;
