@@ -12,7 +12,8 @@ The output is deterministic: regenerating from the same files gives the same byt
 
 Tables (all sorted, binary-searched):
 - run tables: starts[] / vals[]: the value of cp is vals[k] for the last k with starts[k] <= cp.
-  category (General_Category | White_Space << 5), ccc, normalization flags (ML_UN_* below).
+  category (General_Category | White_Space << 5), ccc, normalization flags (ML_UN_* below);
+  direct tables for the first code points: ml_ucat_latin1 (256), ml_unflags_low (0x800).
 - pair tables: simple lowercase, simple uppercase, case-fold orbit (cp -> the next code point
   with the same simple case folding, cyclic).
 - decompositions: the full (recursive) canonical and full compatibility decompositions, each
@@ -207,6 +208,8 @@ def main():
     w("")
     emit_runs("ccc", ccc)
     emit_runs("unflags", flags)
+    emit_array("uint8_t", "ml_unflags_low", list(flags[:0x800]), 32, "%d")
+    w("")
 
     def emit_pairs(name, d):
         keys = sorted(d)

@@ -2,18 +2,13 @@
 // the script is embedded in the test, written to a temporary file and run with popen; its stdout
 // comes back as a string. When the interpreter is missing the caller SKIPs (reported with WARN).
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-// True when `prog --version` runs.
-inline bool ml_test_have(const std::string& prog) {
-  std::string cmd = prog + " --version >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0;
-}
 
 // A temporary file path unique to this process.
 inline std::string ml_test_tmp(const std::string& name) {
@@ -40,6 +35,14 @@ inline std::string ml_test_run(const std::string& cmd, int* rc) {
   int st = pclose(p);
   *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return out;
+}
+
+// True when `prog --version` runs through popen and prints something (false under Emscripten,
+// whose system() reports success without running anything and whose popen fails).
+inline bool ml_test_have(const std::string& prog) {
+  int rc = -1;
+  std::string out = ml_test_run(prog + " --version 2>/dev/null", &rc);
+  return rc == 0 && !out.empty();
 }
 
 // The repository root, found from this file's compiled path (absolute, or relative to the build

@@ -27,6 +27,8 @@ constexpr uint32_t kMaxRepeat = 1000;       // n and m of {n,m}
 constexpr size_t kMaxProgram = 100000;      // instructions after expanding counted repeats
 constexpr uint64_t kStepBase = 1u << 22;    // step budget of one find: base + per code point
 constexpr uint64_t kStepsPerCp = 1024;
+constexpr size_t kStackBase = 1u << 20;     // backtrack entries of one find: base + per code point
+constexpr size_t kStackPerCp = 4;
 constexpr uint32_t kInf = 0xFFFFFFFFu;
 
 // Class items: a range, a set of general categories, White_Space; each possibly complemented.
@@ -553,9 +555,16 @@ struct parser {
           if (mn > kMaxRepeat || (mx != kInf && mx > kMaxRepeat))
             return fail(qat, "repeat count above the limit of 1000");
           if (mx < mn) return fail(qat, "repeat range {n,m} with m < n");
-          bool greedy = true;
-          if (i < n && p[i] == '?') greedy = false, ++i;
-          else if (i < n && p[i] == '+') return fail(i, "possessive quantifier is not supported");
+          bool brace = p[qat] == '{', greedy = true, optional = false, lazy_optional = false;
+          if (i < n && p[i] == '?') {
+            // Oniguruma: x{n}? is (?:x{n})? (a fixed interval is greedy only); x{n,m}? is lazy.
+            if (brace && mn == mx) optional = true;
+            else greedy = false;
+            ++i;
+            if (optional && i < n && p[i] == '?') lazy_optional = true, ++i;
+          } else if (i < n && p[i] == '+') {
+            return fail(i, brace ? "nested quantifier is not supported" : "possessive quantifier is not supported");
+          }
           if (i < n && (p[i] == '*' || p[i] == '+' || p[i] == '?')) return fail(i, "nested quantifier is not supported");
           if (i < n && p[i] == '{') {
             size_t save = i;
@@ -570,6 +579,13 @@ struct parser {
           r.kid = a;
           r.next = kInf;
           ML_TRY(add(r, &a));
+          if (optional) {
+            r.flag = !lazy_optional;
+            r.min = 0;
+            r.max = 1;
+            r.kid = a;
+            ML_TRY(add(r, &a));
+          }
         }
       }
       if (head == kInf) head = a;
@@ -651,10 +667,16 @@ struct compiler {
   bool first_set(uint32_t id, atom* g, uint32_t* ng) const {
     const node& nd = (*nodes)[id];
     switch (nd.kind) {
-      case N_ATOM:
+      case N_ATOM: {
+        for (uint32_t q = 0; q < *ng; ++q)  // the same atom twice ('s|'t): once
+          if (g[q].kind == nd.at.kind && g[q].ncp == nd.at.ncp && g[q].icase == nd.at.icase && g[q].cls == nd.at.cls &&
+              g[q].cps[0] == nd.at.cps[0] && g[q].cps[1] == nd.at.cps[1] && g[q].cps[2] == nd.at.cps[2] &&
+              g[q].cps[3] == nd.at.cps[3])
+            return true;
         if (*ng >= 4) return false;
         g[(*ng)++] = nd.at;
         return true;
+      }
       case N_REPEAT: return nd.min >= 1 && first_set(nd.kid, g, ng);
       case N_ALT:
         for (uint32_t k = nd.kid; k != kInf; k = (*nodes)[k].next)
@@ -811,7 +833,8 @@ struct matcher {
   ml_vec<bt> stack;
   ml_vec<size_t> regs;
   ml_error* err = nullptr;
-  bool out_of_steps = false, oom = false;
+  bool out_of_steps = false, oom = false, stack_full = false;
+  size_t stack_limit = 0;
   // Memo of the last category run table interval.
   uint32_t lo = 1, hi = 0;
   uint8_t val = 0;
@@ -845,7 +868,7 @@ struct matcher {
     return in != cl.neg;
   }
 
-  bool atom_match(const atom& a, uint32_t c) {
+  __attribute__((always_inline)) bool atom_match(const atom& a, uint32_t c) {
     switch (a.kind) {
       case A_CHAR:
         for (int k = 0; k < a.ncp; ++k)
@@ -865,6 +888,10 @@ struct matcher {
   }
 
   bool push(const bt& b) {
+    if (stack.size() >= stack_limit) {
+      stack_full = true;
+      return false;
+    }
     if (!stack.push(b)) {
       oom = true;
       return false;
@@ -874,7 +901,7 @@ struct matcher {
 
   // Runs from pc at pos until I_MATCH; *end = the match's end. False: no match (or a failure:
   // out_of_steps / oom set).
-  bool run(uint32_t pc, size_t pos, size_t* end, int depth) {
+  bool run(uint32_t pc, size_t pos, size_t* end) {
     size_t base = stack.size();
     const inst* prog = re->prog.data();
     for (;;) {
@@ -935,8 +962,8 @@ struct matcher {
         case I_LOOK: {
           size_t e;
           size_t mark = stack.size();
-          bool m = run(pc + 1, pos, &e, depth + 1);
-          if (out_of_steps || oom) return false;
+          bool m = run(pc + 1, pos, &e);  // depth bounded by the pattern's lookahead nesting
+          if (out_of_steps || oom || stack_full) return false;
           // Lookahead is atomic: its backtrack entries are dropped (restoring registers).
           while (stack.size() > mark) {
             bt b = stack.back();
@@ -1038,21 +1065,26 @@ ml_status ml_regex_find(const ml_regex* re, const uint32_t* cps, size_t n, size_
   *found = false;
   *start = *end = 0;
   if (from > n) return ml_fail(err, ML_E_ARG, "regex: search start %zu is past the end %zu", from, n);
+  if (n > 0xFFFFFFFFu) return ml_fail(err, ML_E_ARG, "regex: text of %zu code points is over the limit of 2^32 - 1", n);
   matcher m;
   m.re = re, m.cps = cps, m.n = n;
   m.err = err;
   m.budget = kStepBase + kStepsPerCp * (uint64_t)(n - from);
+  m.stack_limit = kStackBase + kStackPerCp * (n - from);
   if (!m.regs.resize(re->nregs)) return ml_fail(err, ML_E_NOMEM, "regex: out of memory matching");
   for (size_t s = from; s <= n; ++s) {
     size_t e;
     m.stack.clear();
-    if (m.run(0, s, &e, 0)) {
+    if (m.run(0, s, &e)) {
       *found = true;
       *start = s;
       *end = e;
       return ML_OK;
     }
     if (m.oom) return ml_fail(err, ML_E_NOMEM, "regex: out of memory matching (backtrack stack)");
+    if (m.stack_full)
+      return ml_fail(err, ML_E_ARG, "regex: backtrack stack limit reached (%zu entries: %zu + %zu per code point searched)",
+                     m.stack_limit, kStackBase, kStackPerCp);
     if (m.out_of_steps)
       return ml_fail(err, ML_E_ARG, "regex: match step budget exhausted (limit %llu steps: %llu + %llu per code point searched)",
                      (unsigned long long)m.budget, (unsigned long long)kStepBase, (unsigned long long)kStepsPerCp);

@@ -9,11 +9,20 @@
 // (?:...) (?i:...) (?i) (simple case folding of the code points involved), alternation,
 // quantifiers ? * + {n} {n,} {n,m} and their lazy forms, lookahead (?=...) (?!...), anchors ^ $
 // (line anchors, as Oniguruma's Ruby syntax) and \A \z.
+// Oniguruma's default syntax details kept: x{n}? is (?:x{n})? (x{n,m}? is lazy); {,n} is {0,n};
+// a '{' that does not start a quantifier is a literal; an empty iteration ends a * / + loop.
 // Refused with ML_E_FORMAT naming the construct and its offset: lookbehind, backreferences,
-// possessive quantifiers, named groups, atomic groups, other inline options, unknown escapes.
+// possessive and nested quantifiers, named, atomic and comment groups, inline options other than
+// i, \b \B \G \K \R \X \h \k \g, POSIX brackets, nested classes and && in classes, \p{..} other
+// than general categories (LC, L&, Any included), unknown escapes. Case-insensitive matching is by
+// simple case folding only (no multi-character folds such as ß ~ ss).
 //
-// Contract: compiling bounds the pattern's nesting and size; ml_regex_find bounds the work of one
-// call with a step budget (ML_E_ARG naming the limit when spent). Nothing aborts, throws or exits.
+// Contract: compiling bounds the pattern (16 KiB, 64 nested groups, repeat counts <= 1000,
+// 100,000 instructions after expanding counted repeats of groups); ml_regex_find bounds the work
+// of one call with a step budget and a backtrack stack limit (ML_E_ARG naming the limit when
+// reached), both a base plus a multiple of the code points searched, so the GPT-2 / Llama 3 /
+// Qwen2 patterns never reach them. The compiled regex is immutable: concurrent finds are safe.
+// Nothing aborts, throws or exits.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -329,7 +329,16 @@ ml_status ml_unicode_normalize(ml_unorm form, const char* s, size_t n, ml_vec<ch
     }
     size_t at = i;
     uint32_t cp = ml_utf8_next(s, n, &i);
-    uint8_t fl = nz.flags.get(cp);
+    if (nz.compose && cp - kSBase < kSCount) {
+      // A Hangul syllable is already composed; only an LV syllable followed by a T jamo joins.
+      size_t k = i;
+      uint32_t next = i < n ? ml_utf8_next(s, n, &k) : 0;
+      if ((cp - kSBase) % kTCount != 0 || next - kTBase - 1 >= kTCount - 1) {
+        if (!nz.flush() || !nz.emit(cp, (uint32_t)at)) return nomem(err);
+        continue;
+      }
+    }
+    uint8_t fl = cp < 0x800 ? ml_unflags_low[cp] : nz.flags.get(cp);
     if ((fl & active) == 0) {
       // Inert: no decomposition, a starter that composes with nothing: copied as is.
       if (!nz.flush() || !nz.emit(cp, (uint32_t)at)) return nomem(err);

@@ -6,10 +6,11 @@
 // - ml_utf8_check is strict: no overlong forms, no surrogates (U+D800..U+DFFF), nothing above
 //   U+10FFFF, no truncated sequence; on failure *bad_offset (may be null) is the offset of the
 //   first byte of the offending sequence. ml_utf8_next requires input that passed the check.
-// - The normalizing functions take valid UTF-8 (ML_E_FORMAT naming the offset otherwise), append
-//   nothing on failure beyond what was appended (out and align are cleared first), and fill
-//   align (may be null) with one entry per output byte: the offset in s of the first byte of the
-//   input character that byte came from (a composed character: the first of its sources).
+// - The normalizing functions take valid UTF-8 (ML_E_FORMAT naming the offset otherwise), clear
+//   out and align first (on failure they hold an unspecified prefix), and fill align (may be
+//   null) with one entry per output byte: the offset in s of the first byte of the input
+//   character that byte came from (a composed character: its starter's; reordered marks keep
+//   their own). Texts are limited to 4 GiB (offsets are 32-bit).
 // - Pure ASCII input takes a fast path (NFC/NFD/NFKC/NFKD of ASCII are the identity).
 // - Nothing aborts, throws or exits; allocation failure is ML_E_NOMEM.
 #pragma once

@@ -11,6 +11,7 @@ extern const uint32_t ml_ucat_runs, ml_ccc_runs, ml_unflags_runs;
 extern const uint32_t ml_ucat_starts[], ml_ccc_starts[], ml_unflags_starts[];
 extern const uint8_t ml_ucat_vals[], ml_ccc_vals[], ml_unflags_vals[];
 extern const uint8_t ml_ucat_latin1[256];
+extern const uint8_t ml_unflags_low[0x800];  // ml_unflags_vals of U+0000..U+07FF, directly
 
 // Normalization flags (ml_unflags_vals).
 enum : uint8_t {
