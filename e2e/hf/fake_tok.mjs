@@ -70,9 +70,71 @@ function textArg(arg) {
   return b.toString('utf8');
 }
 
+// krafla refuses what the Rust library may accept or report vaguely; the fake mimics that contract
+// (message naming the field) so that errors.test.mjs can pass on it. Returns a message or null.
+const MAX_FILE = 64 << 20;
+function validate(file) {
+  const size = fs.statSync(file).size;
+  if (size > MAX_FILE) return `model.merges: the file is ${size} bytes, over the ${MAX_FILE}-byte limit`;
+  const text = fs.readFileSync(file, 'utf8');
+  let j;
+  try { j = JSON.parse(text); } catch (e) { return `not JSON: ${e.message}`; }
+  const dup = duplicateKey(text);
+  if (dup) return `model.vocab: duplicate token ${JSON.stringify(dup)}`;
+  const m = j?.model;
+  if (!m || typeof m !== 'object' || Array.isArray(m)) return 'model: not an object';
+  if (m.type !== 'BPE') return `model.type: ${JSON.stringify(m.type)} is not supported (only BPE)`;
+  if (!m.vocab || typeof m.vocab !== 'object' || Array.isArray(m.vocab)) return 'model.vocab: not an object';
+  if (!Array.isArray(m.merges)) return 'model.merges: not an array';
+  const seen = new Map();
+  for (const [k, id] of Object.entries(m.vocab)) {
+    if (!Number.isInteger(id) || id < 0 || id >= 2 ** 31) return `model.vocab[${JSON.stringify(k)}]: id ${id} out of range`;
+    if (seen.has(id)) return `model.vocab[${JSON.stringify(k)}]: id ${id} is also ${JSON.stringify(seen.get(id))}`;
+    seen.set(id, k);
+  }
+  for (const [i, mg] of m.merges.entries()) {
+    const pair = typeof mg === 'string' ? mg.split(' ') : mg;
+    if (!Array.isArray(pair) || pair.length !== 2 || pair.some((x) => typeof x !== 'string')) return `model.merges[${i}]: not a pair`;
+    for (const x of pair) if (!(x in m.vocab)) return `model.merges[${i}]: ${JSON.stringify(x)} is not in the vocabulary`;
+  }
+  if (j.added_tokens != null && !Array.isArray(j.added_tokens)) return 'added_tokens: not an array';
+  for (const [i, a] of (j.added_tokens || []).entries()) {
+    if (typeof a?.content !== 'string') return `added_tokens[${i}].content: not a string`;
+    if (!Number.isInteger(a.id) || a.id < 0 || a.id >= 2 ** 31) return `added_tokens[${i}].id: ${a.id} out of range`;
+  }
+  for (const f of ['normalizer', 'pre_tokenizer', 'post_processor', 'decoder']) {
+    if (j[f] != null && typeof j[f].type !== 'string') return `${f}.type: not a string`;
+  }
+  return null;
+}
+
+// The first key that appears twice in one JSON object (JSON.parse keeps the last silently).
+function duplicateKey(text) {
+  const stack = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const s = text.slice(i, j + 1);
+      let k = j + 1;
+      while (' \t\r\n'.includes(text[k])) k++;
+      const top = stack[stack.length - 1];
+      if (text[k] === ':' && top instanceof Set) { if (top.has(s)) return JSON.parse(s); top.add(s); }
+      i = j;
+    } else if (c === '{') stack.push(new Set());
+    else if (c === '[') stack.push(null);
+    else if (c === '}' || c === ']') stack.pop();
+  }
+  return null;
+}
+
 async function main() {
   const [file, cmd, ...rest] = process.argv.slice(2);
   if (!file || !cmd) fail('usage: fake_tok FILE encode [--add-special|--offsets] TEXT | decode [--skip-special] IDS | batch');
+  let bad;
+  try { bad = validate(file.endsWith('.bin') ? new URL('build/llama2.json', import.meta.url).pathname : file); } catch (e) { fail(`${file}: ${e.message}`); }
+  if (bad) { if (BUG === 'errors') process.exit(139); fail(`${file}: ${bad}`); }
   let tok;
   try {
     // llama2.c tokenizer.bin (krafla reads it too): the fake answers with the equivalent assembled
