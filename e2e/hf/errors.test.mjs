@@ -53,8 +53,8 @@ for (const [bytes, off] of BAD_UTF8) {
 }
 
 test('decode: ids out of range or not numbers -> exit 2', { skip }, async () => {
-  for (const ids of ['49152', '1 2 99999999', '-1', 'x', '4294967296', '1,2']) {
-    expectRefusal(await runTok([REAL.smollm2, 'decode', ids]), ['id', ids.split(/[ ,]/).pop()], `decode ${ids}`);
+  for (const ids of ['49152', '1 2 99999999', '-1', 'x', '4294967296', '1 2x']) {
+    expectRefusal(await runTok([REAL.smollm2, 'decode', ids]), ['id', ids.split(' ').pop()], `decode ${ids}`);
   }
 });
 

@@ -9,7 +9,8 @@
 //   KRAFLA_TOK=e2e/hf/fake_tok.mjs node --test e2e/hf/tokenizers.test.mjs   (the harness itself)
 // Modes: when `$KRAFLA_TOK FILE batch` answers (see lib.mjs), all strings of one tokenizer go
 // through one process; otherwise one process per string and call, on KRAFLA_HF_STRINGS strings per
-// tokenizer (default 40, spread over the corpus; "all" for everything), KRAFLA_HF_JOBS at a time.
+// tokenizer (default 20, spread over the corpus; "all" for everything; offsets on every
+// items/KRAFLA_HF_OFFSETS-th of them, default 8), KRAFLA_HF_JOBS at a time.
 // KRAFLA_HF_NO_BATCH=1 forces the per-process mode; KRAFLA_HF_RANDOM sets the number of random
 // strings (default 200), KRAFLA_HF_SEED their base seed; KRAFLA_HF_ONLY=name,name picks tokenizers.
 import assert from 'node:assert/strict';
@@ -60,7 +61,8 @@ const only = process.env.KRAFLA_HF_ONLY ? process.env.KRAFLA_HF_ONLY.split(',') 
 const names = Object.keys(files).filter((n) => !only || only.includes(n));
 const skip = KRAFLA_TOK ? false : 'KRAFLA_TOK is not set (a path to krafla\'s driver, or e2e/hf/fake_tok.mjs)';
 const batch = !skip && !process.env.KRAFLA_HF_NO_BATCH && (await supportsBatch(files[names[0]]));
-const perProcStrings = process.env.KRAFLA_HF_STRINGS === 'all' ? Infinity : Number(process.env.KRAFLA_HF_STRINGS || 40);
+const perProcStrings = process.env.KRAFLA_HF_STRINGS === 'all' ? Infinity : Number(process.env.KRAFLA_HF_STRINGS || 20);
+const perProcOffsets = Number(process.env.KRAFLA_HF_OFFSETS ?? 8);
 
 for (const name of names) {
   const file = files[name];
@@ -83,9 +85,9 @@ for (const name of names) {
       assert.equal(r.replies.length, reqs.length, 'batch: one reply per request');
       got = items.map((_, i) => ({ plain: r.replies[2 * i], special: r.replies[2 * i + 1] }));
     } else {
-      got = await pool(items, CONCURRENCY, async (it) => {
+      got = await pool(items, CONCURRENCY, async (it, i) => {
         const [p, s, o] = [await kraflaEncode(file, it.text, false), await kraflaEncode(file, it.text, true),
-          await kraflaOffsets(file, it.text)];
+          i % Math.ceil(items.length / perProcOffsets) === 0 ? await kraflaOffsets(file, it.text) : {}];
         const err = (r) => `exit ${r.code} ${r.signal ?? ''} ${r.stderr.trim()}`;
         return {
           plain: p.ids ? { ids: p.ids, offsets: o.toks?.map((x) => [x.begin, x.end]), pieces: o.toks?.map((x) => x.piece) } : { error: err(p) },

@@ -57,16 +57,22 @@ for (const [name, toks] of SETS) {
   for (const { file } of toks) {
     test(`krafla reproduces ${name}.out with ${path.basename(file)}`, { skip: KRAFLA_TOK ? false : 'KRAFLA_TOK is not set' }, async (t) => {
       let got;
+      const errors = [];
       if (!process.env.KRAFLA_HF_NO_BATCH && (await supportsBatch(file))) {
         const r = await kraflaBatch(file, vecs.map((v) => ['encode', false, v.text]));
         assert.ok(r.replies, `batch failed: exit ${r.code} ${r.stderr}`);
         got = r.replies.map((x) => x.ids ?? null);
       } else {
-        got = await pool(vecs, CONCURRENCY, async (v) => (await kraflaEncode(file, v.text, false)).ids);
+        got = await pool(vecs, CONCURRENCY, async (v) => {
+          const r = await kraflaEncode(file, v.text, false);
+          if (!r.ids) errors.push(`exit ${r.code} ${r.signal ?? ''} ${r.stderr.trim()}`);
+          return r.ids;
+        });
       }
       const fails = report(name, vecs, got);
       t.diagnostic(`${vecs.length - fails.length}/${vecs.length}`);
-      assert.ok(fails.length === 0, `${fails.length} of ${vecs.length} differ:\n${fails.slice(0, 10).join('\n')}`);
+      assert.ok(fails.length === 0, `${fails.length} of ${vecs.length} differ:\n${fails.slice(0, 10).join('\n')}` +
+        (errors.length ? `\nfirst error: ${errors[0]}` : ''));
     });
   }
 }
