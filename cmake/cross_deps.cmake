@@ -1,4 +1,4 @@
-# Cross builds: the header-only host packages (Catch2, CLI11) as INTERFACE targets whose include
+# Cross builds: the header-only host packages (Catch2, CLI11, nlohmann-json) as INTERFACE targets whose include
 # folder holds only symlinks to their headers. Adding /usr/include itself would put the host's libc
 # headers ahead of the cross sysroot's. (Emscripten builds get theirs from cmake/wasm.cmake.)
 if(NOT CMAKE_CROSSCOMPILING OR EMSCRIPTEN)
@@ -6,7 +6,7 @@ if(NOT CMAKE_CROSSCOMPILING OR EMSCRIPTEN)
 endif()
 set(_inc ${CMAKE_BINARY_DIR}/cross-include)
 file(MAKE_DIRECTORY ${_inc})
-foreach(pair "catch2=/usr/include/catch2" "CLI=/usr/include/CLI")
+foreach(pair "catch2=/usr/include/catch2" "CLI=/usr/include/CLI" "nlohmann=/usr/include/nlohmann")
   string(REPLACE "=" ";" pair ${pair})
   list(GET pair 0 name)
   list(GET pair 1 dir)

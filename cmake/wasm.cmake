@@ -14,12 +14,12 @@
 
 set(ML_WASM_PTHREAD_POOL 8 CACHE STRING "web workers started with a threaded wasm program (max -t is this + 1)")
 
-# Header-only host packages (CLI11, Catch2 v2): the Emscripten toolchain hides /usr/include and
+# Header-only host packages (CLI11, Catch2 v2, nlohmann-json): the Emscripten toolchain hides /usr/include and
 # /usr/lib/cmake, so expose each through a folder holding one symlink (never /usr/include itself,
 # whose glibc headers would shadow the wasm sysroot's).
 set(_inc ${CMAKE_BINARY_DIR}/wasm-host-include)
 file(MAKE_DIRECTORY ${_inc})
-foreach(_d CLI catch2)
+foreach(_d CLI catch2 nlohmann)
   if(NOT EXISTS ${_inc}/${_d})
     file(CREATE_LINK /usr/include/${_d} ${_inc}/${_d} SYMBOLIC)
   endif()

@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const SHARED = process.env.KRAFLA_SHARED || path.resolve(here, '../../../shared');
-export const BUILD = path.join(here, 'build');
+export const BUILD = process.env.KRAFLA_HF_WORK || path.join(here, 'build');
 
 // GPT-2's byte -> printable character table.
 export function bytesToUnicode() {

@@ -8,6 +8,11 @@
 //       string as a JSON string; byte offsets into TEXT)
 //   ml_tok FILE decode [IDS] [--skip-special]
 //       tokenizer.decode(ids, skip_special_tokens=False|True), byte for byte, no newline added
+//   ml_tok FILE batch
+//       many requests through one process (scripts, the oracle tests): one JSON array a line on
+//       stdin, ["encode", add_special, "text"] or ["decode", skip_special, [ids]], one JSON object
+//       a line on stdout, {"ids": [...], "offsets": [[begin, end], ...]} (offsets: Hugging Face
+//       tokenizers), {"text": "..."} or {"error": "message"}
 //   ml_tok FILE chat MESSAGES.json [--no-generation-prompt] [--ids] [--chat-template F] [--vars JSON]
 //       apply_chat_template(messages, tokenize=False, add_generation_prompt=True|False); --ids:
 //       the ids of that text (encoded without special-token additions, as apply_chat_template's
@@ -18,10 +23,13 @@
 // messages come from stdin when absent or "-"; bytes are used exactly as given. Exit codes: 0 ok,
 // 2 bad usage or input (the message names the option, file, value or byte offset), 1 other errors.
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
 #include "krafla.h"
@@ -114,6 +122,74 @@ int decode(const ml_tokenizer* tok, const options& o) {
   return ml::cli::EXIT_OK;
 }
 
+// One batch request (see the top of this file) to its reply.
+nlohmann::json batch_reply(const ml_tokenizer* tok, const nlohmann::json& q) {
+  using nlohmann::json;
+  if (!q.is_array() || q.size() != 3 || !q[0].is_string() || !q[1].is_boolean())
+    return json{{"error", "a request is [\"encode\", add_special, text] or [\"decode\", skip_special, [ids]]"}};
+  const std::string cmd = q[0].get<std::string>();
+  const bool flag = q[1].get<bool>();
+  ml_error err;
+  if (cmd == "encode" && q[2].is_string()) {
+    const std::string text = q[2].get<std::string>();
+    const bool hf = ml_tokenizer_is_hf(tok) != 0;
+    std::vector<int32_t> ids(text.size() + 8);
+    std::vector<uint32_t> spans(2 * ids.size());
+    size_t n = 0;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const ml_status s = hf ? ml_tokenize_spans(tok, text.data(), text.size(), flag, ids.data(), spans.data(), ids.size(), &n, &err)
+                             : ml_tokenize(tok, text.data(), text.size(), flag, ids.data(), ids.size(), &n, &err);
+      if (s == ML_OK) break;
+      if (n <= ids.size() || attempt == 1) return json{{"error", err.msg}};
+      ids.resize(n);
+      spans.resize(2 * n);
+    }
+    ids.resize(n);
+    json r{{"ids", ids}};
+    if (hf) {
+      json off = json::array();
+      for (size_t i = 0; i < n; ++i) off.push_back({spans[2 * i], spans[2 * i + 1]});
+      r["offsets"] = off;
+    }
+    return r;
+  }
+  if (cmd == "decode" && q[2].is_array()) {
+    std::vector<int32_t> ids;
+    for (const json& v : q[2]) {
+      if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
+        return json{{"error", "decode: every id must be an integer"}};
+      ids.push_back((int32_t)v.get<int64_t>());
+    }
+    size_t len = 0;
+    std::string out(256, '\0');
+    ml_status s = ml_detokenize(tok, ids.data(), ids.size(), flag, out.data(), out.size(), &len, &err);
+    if (s != ML_OK && len > out.size()) {
+      out.resize(len);
+      s = ml_detokenize(tok, ids.data(), ids.size(), flag, out.data(), out.size(), &len, &err);
+    }
+    if (s != ML_OK) return json{{"error", err.msg}};
+    out.resize(len);
+    return json{{"text", out}};
+  }
+  return json{{"error", "unknown request " + q[0].dump()}};
+}
+
+int batch(const ml_tokenizer* tok) {
+  std::string line;
+  int ch;
+  for (;;) {
+    line.clear();
+    while ((ch = std::fgetc(stdin)) != EOF && ch != '\n') line += (char)ch;
+    if (ch == EOF && line.empty()) break;
+    const nlohmann::json q = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json r = q.is_discarded() ? nlohmann::json{{"error", "the request is not JSON"}} : batch_reply(tok, q);
+    const std::string out = r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    if (ch == EOF) break;
+  }
+  return ml::cli::EXIT_OK;
+}
+
 int chat(const ml_tokenizer* tok, const options& o) {
   std::string messages, tmpl, why;
   if (!read_file(o.text.empty() ? "-" : o.text, &messages, &why)) return ml::cli::usage_error(PROG, "chat: " + why);
@@ -152,7 +228,7 @@ int ml_main(int argc, char** argv) {
   app.add_option("file", o.file, "model (.mlb), Hugging Face folder or tokenizer.json, or llama2.c tokenizer.bin")->required();
   app.add_option("command", o.command, "encode: text -> ids; decode: ids -> text; chat: messages -> prompt")
       ->required()
-      ->check(CLI::IsMember({"encode", "decode", "chat"}));
+      ->check(CLI::IsMember({"encode", "decode", "chat", "batch"}));
   auto* text_opt = app.add_option("text", o.text,
                                   "the text (encode), the ids (decode) or the messages' JSON file (chat); stdin when "
                                   "absent or -");
@@ -169,7 +245,7 @@ int ml_main(int argc, char** argv) {
   app.add_option("--vars", o.vars, "chat: a JSON object of extra template variables, e.g. '{\"enable_thinking\":false}'");
   app.add_option("--vocab", o.vocab, "tokenizer.bin: the vocabulary size it must have (default: every token in the file)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
-  if (o.command != "chat" && (text_opt->count() == 0 || o.text == "-")) {
+  if ((o.command == "encode" || o.command == "decode") && (text_opt->count() == 0 || o.text == "-")) {
     o.text.clear();
     if (!read_stream(stdin, &o.text)) {
       std::fprintf(stderr, "%s: reading stdin failed\n", PROG);
@@ -186,7 +262,10 @@ int ml_main(int argc, char** argv) {
     return ml::cli::usage_error(PROG, "--vocab " + std::to_string(o.vocab) + " differs from " + o.file +
                                           "'s vocabulary of " + std::to_string(has) + " tokens");
   }
-  const int rc = o.command == "encode" ? encode(tok, o) : o.command == "decode" ? decode(tok, o) : chat(tok, o);
+  const int rc = o.command == "encode"   ? encode(tok, o)
+                 : o.command == "decode" ? decode(tok, o)
+                 : o.command == "batch"  ? batch(tok)
+                                         : chat(tok, o);
   ml_tokenizer_close(tok);
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "%s: writing stdout failed\n", PROG);
