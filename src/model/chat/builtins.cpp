@@ -2,7 +2,7 @@
 // template may call ('x'.strip(), d.items(), ...), with transformers' tojson (json.dumps with
 // ensure_ascii=False, no HTML escaping, keys in insertion order). transformers renders in jinja2's
 // ImmutableSandboxedEnvironment, so list and dict mutators (append, pop, update, ...) fail.
-// Letter case (upper, lower, title, capitalize) maps ASCII letters only.
+// Letter case maps ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic letters (one to one).
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -101,15 +101,103 @@ ml_status make_list(rt* r, const ml_vec<jv>& t, jv* out) {
 
 // ---- string helpers -----------------------------------------------------------------------------
 
-char up(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 32) : c; }
-char low(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || ((unsigned char)c >= 0x80); }
 bool is_word(char c) { return is_alpha(c) || (c >= '0' && c <= '9') || c == '_'; }
 
-ml_status map_case(rt* r, const jv& v, char (*f)(char), jv* out) {
+// Simple (one code point to one) case mappings of ASCII, Latin-1, Latin Extended-A, Greek,
+// Cyrillic and the fullwidth Latin letters; other code points are kept (Python would also map
+// e.g. Armenian, and expand ß to SS).
+uint32_t to_upper(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c & ~1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c : c - 1;
+  if (c == 0x131) return 'I';
+  if (c == 0x17F) return 'S';
+  if (c >= 0x3B1 && c <= 0x3C9) return c == 0x3C2 ? 0x3A3 : c - 32;
+  if (c == 0x3AC) return 0x386;
+  if (c >= 0x3AD && c <= 0x3AF) return c - 37;
+  if (c == 0x3CC) return 0x38C;
+  if (c == 0x3CD || c == 0x3CE) return c - 63;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  if (c >= 0xFF41 && c <= 0xFF5A) return c - 32;
+  return c;
+}
+uint32_t to_lower(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c | 1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c == 0x386) return 0x3AC;
+  if (c >= 0x388 && c <= 0x38A) return c + 37;
+  if (c == 0x38C) return 0x3CC;
+  if (c == 0x38E || c == 0x38F) return c + 63;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  if (c >= 0xFF21 && c <= 0xFF3A) return c + 32;
+  return c;
+}
+bool cased(uint32_t c) { return to_upper(c) != c || to_lower(c) != c || c == 0x3C2 || c == 0xDF; }
+
+uint32_t decode_at(const char* s, size_t n, size_t i, size_t* len) {
+  const unsigned char* u = (const unsigned char*)s + i;
+  size_t l = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
+  if (i + l > n || (u[0] >= 0x80 && u[0] < 0xC0)) l = 1;
+  *len = l;
+  if (l == 1) return u[0];
+  if (l == 2) return ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
+  if (l == 3) return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
+  return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+}
+bool put_cp(ml_vec<char>* o, uint32_t cp) {
+  char b[4];
+  size_t n;
+  if (cp < 0x80) b[0] = (char)cp, n = 1;
+  else if (cp < 0x800) b[0] = (char)(0xC0 | (cp >> 6)), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+  else if (cp < 0x10000) b[0] = (char)(0xE0 | (cp >> 12)), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+  else b[0] = (char)(0xF0 | (cp >> 18)), b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)), b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+  return o->append(b, n);
+}
+
+enum class casing { upper, lower, py_title, jinja_title, capitalize };
+
+// upper / lower; str.title (a cased letter after an uncased character starts a word);
+// jinja2's title filter (words start after runs of '-', whitespace, '(', '{', '[', '<');
+// capitalize (the first character upper-cased, the rest lower-cased).
+ml_status recase(rt* r, const jv& v, casing how, jv* out) {
   ml_vec<char> t;
-  if (!t.resize(v.n)) return rt_nomem(r);
-  for (size_t i = 0; i < v.n; ++i) t[i] = f(v.s[i]);
+  if (!t.reserve(v.n)) return rt_nomem(r);
+  bool start = true;
+  for (size_t i = 0; i < v.n;) {
+    size_t l;
+    uint32_t c = decode_at(v.s, v.n, i, &l);
+    uint32_t m = c;
+    switch (how) {
+      case casing::upper: m = to_upper(c); break;
+      case casing::lower: m = to_lower(c); break;
+      case casing::capitalize: m = i == 0 ? to_upper(c) : to_lower(c); break;
+      case casing::py_title:
+        m = start ? to_upper(c) : to_lower(c);
+        start = !cased(c);
+        break;
+      case casing::jinja_title: {
+        size_t sl;
+        bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space_at(v.s + i, v.n - i, &sl);
+        m = sep ? c : start ? to_upper(c) : to_lower(c);
+        start = sep;
+        break;
+      }
+    }
+    if (m == c ? !t.append(v.s + i, l) : !put_cp(&t, m)) return rt_nomem(r);
+    i += l;
+  }
   return make_str(r, t, out);
 }
 
@@ -198,13 +286,11 @@ ml_status do_split(const argv& a, const jv& v, bool from_right, jv* out) {
       if (!from_right) {
         for (size_t k = 0; k < keep; ++k)
           if (!parts.push(v_str(v.s + bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]))) return rt_nomem(a.r);
-        size_t s0 = bounds[2 * keep];
-        jv rest = strip(v_str(v.s + s0, v.n - s0), nullptr, false, true);
-        if (!parts.push(rest)) return rt_nomem(a.r);
+        size_t s0 = bounds[2 * keep];  // the rest keeps its trailing whitespace, as in Python
+        if (!parts.push(v_str(v.s + s0, v.n - s0))) return rt_nomem(a.r);
       } else {
         size_t first = count - keep;
-        jv head = strip(v_str(v.s, bounds[2 * first - 1]), nullptr, true, false);
-        if (!parts.push(head)) return rt_nomem(a.r);
+        if (!parts.push(v_str(v.s, bounds[2 * first - 1]))) return rt_nomem(a.r);
         for (size_t k = first; k < count; ++k)
           if (!parts.push(v_str(v.s + bounds[2 * k], bounds[2 * k + 1] - bounds[2 * k]))) return rt_nomem(a.r);
       }
@@ -283,43 +369,6 @@ ml_status do_replace(const argv& a, const jv& v, jv* out, size_t first_arg) {
     i = j + old.n, ++done;
   }
   return make_str(a.r, t, out);
-}
-
-// Python's str.title (method): a letter after a non-letter is upper-cased, others lower-cased.
-ml_status py_title(rt* r, const jv& v, jv* out) {
-  ml_vec<char> t;
-  if (!t.resize(v.n)) return rt_nomem(r);
-  bool prev_cased = false;
-  for (size_t i = 0; i < v.n; ++i) {
-    char c = v.s[i];
-    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    t[i] = letter ? (prev_cased ? low(c) : up(c)) : c;
-    if ((unsigned char)c < 0x80) prev_cased = letter;
-  }
-  return make_str(r, t, out);
-}
-
-// jinja2's title filter: words start after runs of '-', whitespace, '(', '{', '[', '<'; each
-// word's first character upper-cased, the rest lower-cased.
-ml_status jinja_title(rt* r, const jv& v, jv* out) {
-  ml_vec<char> t;
-  if (!t.resize(v.n)) return rt_nomem(r);
-  bool start = true;
-  for (size_t i = 0; i < v.n; ++i) {
-    char c = v.s[i];
-    size_t l;
-    bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space_at(v.s + i, v.n - i, &l);
-    t[i] = sep ? c : start ? up(c) : low(c);
-    if (((unsigned char)c & 0xC0) != 0x80) start = sep;
-  }
-  return make_str(r, t, out);
-}
-
-ml_status capitalize(rt* r, const jv& v, jv* out) {
-  ml_vec<char> t;
-  if (!t.resize(v.n)) return rt_nomem(r);
-  for (size_t i = 0; i < v.n; ++i) t[i] = i == 0 ? up(v.s[i]) : low(v.s[i]);
-  return make_str(r, t, out);
 }
 
 ml_status center(const argv& a, const jv& v, int64_t width, const jv& fill, jv* out) {
@@ -428,7 +477,7 @@ ml_status attr_path(rt* r, const node* at, const jv& v, const jv& path, jv* out)
 
 // Comparison key for sort / unique / min / max / dictsort: lower-cased strings unless case_sensitive.
 ml_status sort_key(rt* r, const jv& v, bool case_sensitive, jv* out) {
-  if (v.k == vk::str && !case_sensitive) return map_case(r, v, low, out);
+  if (v.k == vk::str && !case_sensitive) return recase(r, v, casing::lower, out);
   *out = v;
   return ML_OK;
 }
@@ -697,10 +746,10 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
     case F_UPPER: case F_LOWER: case F_TITLE: case F_CAPITALIZE: case F_TRIM: case F_CENTER: case F_WORDCOUNT: {
       jv s;
       ML_TRY(to_str(r, v, &s));
-      if (id == F_UPPER) return map_case(r, s, up, out);
-      if (id == F_LOWER) return map_case(r, s, low, out);
-      if (id == F_TITLE) return jinja_title(r, s, out);
-      if (id == F_CAPITALIZE) return capitalize(r, s, out);
+      if (id == F_UPPER) return recase(r, s, casing::upper, out);
+      if (id == F_LOWER) return recase(r, s, casing::lower, out);
+      if (id == F_TITLE) return recase(r, s, casing::jinja_title, out);
+      if (id == F_CAPITALIZE) return recase(r, s, casing::capitalize, out);
       if (id == F_TRIM) return do_strip(a, s, true, true, out);
       if (id == F_CENTER) {
         int64_t w = 0;
@@ -865,10 +914,18 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
     case F_SELECTATTR: return select_filter(a, v, true, true, out);
     case F_REJECTATTR: return select_filter(a, v, true, false, out);
     case F_MAP: return map_filter(a, v, out);
-    case F_ATTR: {
+    case F_ATTR: {  // getattr only: a dict's members are not attributes
       jv name = arg(a, 0, "name", v_undef());
       ML_TRY(need_str(a, name, "name"));
-      return get_attr(r, at, v, name.s, name.n, out);
+      bool nomem = false;
+      if (v.k == vk::ns) {
+        const jv* m = dict_get_str(v.d, name.s, name.n);
+        *out = m ? *m : v_undef();
+      } else if (!lookup_method(r, v, name.s, name.n, out, &nomem)) {
+        if (nomem) return rt_nomem(r);
+        *out = v_undef();
+      }
+      return ML_OK;
     }
     case F_SUM: {
       jv attr = arg(a, 0, "attribute", v_none());
@@ -1070,10 +1127,10 @@ ml_status call_method(rt* r, const node* at, const jv& m, const jv* args, size_t
   if (is("rstrip")) return do_strip(a, v, false, true, out);
   if (is("split")) return do_split(a, v, false, out);
   if (is("rsplit")) return do_split(a, v, true, out);
-  if (is("upper")) return map_case(r, v, up, out);
-  if (is("lower")) return map_case(r, v, low, out);
-  if (is("title")) return py_title(r, v, out);
-  if (is("capitalize")) return capitalize(r, v, out);
+  if (is("upper")) return recase(r, v, casing::upper, out);
+  if (is("lower")) return recase(r, v, casing::lower, out);
+  if (is("title")) return recase(r, v, casing::py_title, out);
+  if (is("capitalize")) return recase(r, v, casing::capitalize, out);
   if (is("replace")) return do_replace(a, v, out, 0);
   if (is("format")) return py_format(a, v, out);
   if (is("startswith") || is("endswith")) {

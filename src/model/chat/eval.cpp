@@ -106,20 +106,17 @@ ml_status undefined_error(rt* r, const node* at, const jv& v) {
 ml_status get_attr(rt* r, const node* at, const jv& v, const char* name, size_t n, jv* out) {
   if (v.k == vk::undef) return undefined_error(r, at, v);
   bool nomem = false;
+  if (lookup_method(r, v, name, n, out, &nomem)) return ML_OK;
   if (v.k == vk::ns) {
     const jv* m = dict_get_str(v.d, name, n);
     *out = m ? *m : v_undef(nullptr);
     return ML_OK;
   }
-  if (lookup_method(r, v, name, n, out, &nomem)) return ML_OK;
   if (nomem) return rt_nomem(r);
   if (v.k == vk::dict) {
     const jv* m = dict_get_str(v.d, name, n);
     *out = m ? *m : v_undef(nullptr);
     return ML_OK;
-  }
-  if (v.k == vk::list && n > 0 && name[0] >= '0' && name[0] <= '9') {
-    // not reached: x.0 parses as an item access
   }
   *out = v_undef(nullptr);
   return ML_OK;
@@ -814,29 +811,30 @@ ml_status exec_for(rt* r, const node* x, scope* s, ml_vec<char>* o) {
   }
   const size_t n = items.size();
   if (n == 0) return x->nelse ? exec_body(r, x->else_kids, x->nelse, s, o) : ML_OK;
-  jv loop;
-  if (!new_dict(r->b, 12, &loop)) return rt_nomem(r);
-  jv seqlist;
-  if (!new_list(r->b, items.data(), n, &seqlist)) return rt_nomem(r);
+  // One loop object per loop, updated in place at each iteration (a loop must not allocate per
+  // iteration: the iteration limit, not the memory limit, is what bounds a long loop).
   static const char* const keys[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "previtem", "nextitem", "depth", "depth0"};
-  jv kv[11];
-  for (int k = 0; k < 11; ++k)
-    if (!new_str(r->b, keys[k], strlen(keys[k]), &kv[k])) return rt_nomem(r);
+  const bool uses_loop = x->negate;
+  jv lp;
+  if (uses_loop) {
+    if (!new_dict(r->b, 11, &lp)) return rt_nomem(r);
+    for (int k = 0; k < 11; ++k)
+      if (!dict_set(r->b, lp.d, v_str(keys[k], strlen(keys[k])), v_none())) return rt_nomem(r);
+    lp.k = vk::ns;     // attribute access only
+    lp.tuple = true;   // marks a loop object (loop.cycle)
+  }
   for (size_t i = 0; i < n; ++i) {
     ML_TRY(count_iteration(r, x));
     scope it;
     it.parent = s;
     ML_TRY(assign(r, x, &it, x->a, items[i]));
-    jv lp;
-    if (!new_dict(r->b, 12, &lp)) return rt_nomem(r);
     const jv vals[11] = {v_int((int64_t)i + 1), v_int((int64_t)i), v_int((int64_t)(n - i)), v_int((int64_t)(n - i - 1)),
                          v_bool(i == 0), v_bool(i + 1 == n), v_int((int64_t)n), i > 0 ? items[i - 1] : v_undef(nullptr),
                          i + 1 < n ? items[i + 1] : v_undef(nullptr), v_int(1), v_int(0)};
-    for (int k = 0; k < 11; ++k)
-      if (!dict_set(r->b, lp.d, kv[k], vals[k])) return rt_nomem(r);
-    lp.k = vk::ns;  // attribute access only, printed rarely
-    lp.tuple = true;  // marks a loop object (loop.cycle)
-    if (!scope_set(r, &it, "loop", 4, lp)) return rt_nomem(r);
+    if (uses_loop) {
+      for (int k = 0; k < 11; ++k) lp.d->vals[k] = vals[k];
+      if (!scope_set(r, &it, "loop", 4, lp)) return rt_nomem(r);
+    }
     ML_TRY(exec_body(r, x->kids, x->nkids, &it, o));
     if (r->flow == flow_kind::brk) {
       r->flow = flow_kind::none;

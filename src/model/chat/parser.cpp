@@ -633,6 +633,22 @@ ml_status stmt_if(parser* P, node** out) {
   return ML_OK;
 }
 
+// Does the subtree mention the name `loop`? (A for loop whose body never does needs no loop object.)
+bool mentions_loop(const node* x) {
+  if (!x) return false;
+  if (x->k == nk::name && x->n == 4 && memcmp(x->s, "loop", 4) == 0) return true;
+  if (mentions_loop(x->a) || mentions_loop(x->b) || mentions_loop(x->c)) return true;
+  for (size_t i = 0; i < x->nkids; ++i)
+    if (mentions_loop(x->kids[i])) return true;
+  for (size_t i = 0; i < x->nelse; ++i)
+    if (mentions_loop(x->else_kids[i])) return true;
+  if (x->k == nk::slice) return mentions_loop(x->kwv[0]);
+  if (x->k != nk::compare)
+    for (size_t i = 0; i < x->nkw; ++i)
+      if (x->kwv && mentions_loop(x->kwv[i])) return true;
+  return false;
+}
+
 ml_status stmt_for(parser* P, node** out) {
   int line = cur(P).line;
   ++P->i;
@@ -664,6 +680,7 @@ ml_status stmt_for(parser* P, node** out) {
   }
   ++P->i;
   ML_TRY(expect_block_end(P, "endfor"));
+  for (size_t i = 0; i < x->nkids && !x->negate; ++i) x->negate = mentions_loop(x->kids[i]);  // negate: uses `loop`
   *out = x;
   return ML_OK;
 }
