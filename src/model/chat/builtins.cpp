@@ -722,9 +722,43 @@ ml_status do_indent(const argv& a, const jv& v, jv* out) {
 int find_filter(const char* s, size_t n) { return find_in(filter_names, F_COUNT_, s, n); }
 int find_test(const char* s, size_t n) { return find_in(test_names, T_COUNT_, s, n); }
 
+// Each filter's parameters after the value, in order (jinja2's signatures; transformers' tojson).
+// A trailing "*" takes any further positional arguments (select, map, ...).
+const char* const filter_params[] = {
+  "", "name", "", "width", "", "default_value,boolean", "default_value,boolean", "case_sensitive,by,reverse", "", "",
+  "", "default", "", "width,first,blank", "default,base", "", "d,attribute", "", "", "", "", "*,attribute,default",
+  "case_sensitive,attribute", "case_sensitive,attribute", "*", "*", "old,new,count", "", "precision,method", "", "*", "*",
+  "reverse,case_sensitive,attribute", "", "attribute,start", "", "indent,ensure_ascii,sort_keys,separators", "chars",
+  "case_sensitive,attribute", "", ""};
+static_assert(sizeof filter_params / sizeof filter_params[0] == F_COUNT_, "filter parameter table");
+
+ml_status check_filter_args(const argv& a, int id) {
+  const char* p = filter_params[id];
+  size_t npos = 0;
+  bool star = p[0] == '*';
+  for (const char* q = p; *q; ++q) npos += *q == ',';
+  if (*p) ++npos;
+  if (star) --npos;
+  if (!star && a.nargs > npos)
+    return rt_fail(a.r, a.at, ML_E_ARG, "filter '%s' takes at most %zu argument(s), got %zu", a.what, npos, a.nargs);
+  for (size_t i = 0; i < a.nkw; ++i) {
+    size_t kl = strlen(a.kw[i]);
+    bool ok = false;
+    for (const char* q = p; *q && !ok;) {
+      const char* e = strchr(q, ',');
+      size_t l = e ? (size_t)(e - q) : strlen(q);
+      ok = l == kl && memcmp(q, a.kw[i], l) == 0;
+      q += l + (e ? 1 : 0);
+    }
+    if (!ok) return rt_fail(a.r, a.at, ML_E_ARG, "filter '%s' got an unexpected keyword argument '%s'", a.what, a.kw[i]);
+  }
+  return ML_OK;
+}
+
 ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* args, size_t nargs, const char* const* kw,
                        const jv* kwv, size_t nkw, jv* out) {
   argv a{r, at, filter_names[id], args, nargs, kw, kwv, nkw};
+  ML_TRY(check_filter_args(a, id));
   switch ((filter_id)id) {
     case F_D: case F_DEFAULT: {
       jv dflt = arg(a, 0, "default_value", v_str("", 0));
@@ -777,6 +811,7 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
       static const char* const names[] = {"indent", "ensure_ascii", "sort_keys", "separators"};
       ML_TRY(check_args(a, 1, names, 4));
       jv ind = arg(a, 0, "indent", v_none());
+      if (ind.k == vk::undef) ind = v_none();
       if (truthy(arg(a, (size_t)-1, "ensure_ascii", v_bool(false))))
         return rt_fail(r, at, ML_E_ARG, "tojson: ensure_ascii=True is not supported");
       if (arg(a, (size_t)-1, "separators", v_none()).k != vk::none)
@@ -971,6 +1006,10 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
 
 ml_status apply_test(rt* r, const node* at, int id, const jv& v, const jv* args, size_t nargs, bool* out) {
   argv a{r, at, test_names[id], args, nargs, nullptr, nullptr, 0};
+  const bool takes_arg = id == T_DIVISIBLEBY || id == T_EQ || id == T_EQUALTO || id == T_NE || id == T_LT || id == T_LESSTHAN ||
+                         id == T_LE || id == T_GT || id == T_GREATERTHAN || id == T_GE || id == T_IN || id == T_SAMEAS;
+  if (nargs > (takes_arg ? 1u : 0u))
+    return rt_fail(r, at, ML_E_ARG, "test '%s' takes %d argument(s), got %zu", test_names[id], takes_arg ? 1 : 0, nargs);
   auto need1 = [&]() -> ml_status {
     if (nargs < 1) return rt_fail(r, at, ML_E_ARG, "test '%s' needs an argument", test_names[id]);
     return ML_OK;

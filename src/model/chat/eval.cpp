@@ -874,6 +874,20 @@ ml_status capture(rt* r, const node* x, scope* s, jv* out) {
 
 }  // namespace
 
+namespace {
+bool holds_macro(const jv& v, int depth) {
+  if (v.k == vk::macro) return true;
+  if (depth > ML_TEMPLATE_MAX_NESTING) return true;  // too deep to tell: refuse
+  if (v.k == vk::list)
+    for (size_t i = 0; i < v.l->n; ++i)
+      if (holds_macro(v.l->items[i], depth + 1)) return true;
+  if (v.k == vk::dict || v.k == vk::ns)
+    for (size_t i = 0; i < v.d->n; ++i)
+      if (holds_macro(v.d->vals[i], depth + 1)) return true;
+  return false;
+}
+}  // namespace
+
 ml_status exec(rt* r, const node* x, scope* s, ml_vec<char>* o) {
   switch (x->k) {
     case nk::text: return emit(r, x, o, x->s, x->n);
@@ -894,6 +908,8 @@ ml_status exec(rt* r, const node* x, scope* s, ml_vec<char>* o) {
       ML_TRY(eval(r, x->a->a, s, &target));
       ML_TRY(eval(r, x->b, s, &v));
       if (target.k != vk::ns) return rt_fail(r, x, ML_E_ARG, "cannot assign attribute on non-namespace object");
+      // A macro closes over the scope it was defined in, which may end before the namespace does.
+      if (holds_macro(v, 0)) return rt_fail(r, x, ML_E_ARG, "storing a macro in a namespace is not supported");
       jv key;
       if (!new_str(r->b, x->a->s, x->a->n, &key) || !dict_set(r->b, target.d, key, v)) return rt_nomem(r);
       return ML_OK;
