@@ -195,7 +195,10 @@ ml_status slice_value(rt* r, const node* at, const jv& v, const jv& a, const jv&
       return rt_fail(r, at, ML_E_ARG, "slice indices must be integers or None, not %s", type_name(*p));
   if (c.k == vk::integer && c.i == 0) return rt_fail(r, at, ML_E_ARG, "slice step cannot be zero");
   if (v.k == vk::undef) return undefined_error(r, at, v);
-  if (v.k != vk::list && v.k != vk::str) return rt_fail(r, at, ML_E_ARG, "'%s' object is not subscriptable", type_name(v));
+  if (v.k != vk::list && v.k != vk::str) {  // jinja2's getitem: what cannot be sliced gives Undefined
+    *out = v_undef(nullptr);
+    return ML_OK;
+  }
   bool ascii = true;
   if (v.k == vk::str)
     for (size_t i = 0; i < v.n && ascii; ++i) ascii = (unsigned char)v.s[i] < 0x80;

@@ -199,6 +199,10 @@ ml_status filter_name(parser* P, const char** s, size_t* n) {
   if (cur(P).k != tk::name) return fail_at(P, cur(P), "expected a filter or test name");
   *s = cur(P).s, *n = cur(P).n;
   ++P->i;
+  // Dotted names (jinja2 allows them) only ever name filters and tests we do not have.
+  if (is_op(cur(P), ".") && peek(P).k == tk::name)
+    return ml_fail(P->err, ML_E_FORMAT, "template line %d: filter or test '%.*s.%.*s' is not supported", cur(P).line, (int)*n, *s,
+                   (int)peek(P).n, peek(P).s);
   return ML_OK;
 }
 
