@@ -392,8 +392,7 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
       ML_TRY(check_args(a, 1, names, 4));
       jv ind = arg(a, 0, "indent", v_none());
       if (ind.k == vk::undef) ind = v_none();
-      if (truthy(arg(a, (size_t)-1, "ensure_ascii", v_bool(false))))
-        return rt_fail(r, at, ML_E_ARG, "tojson: ensure_ascii=True is not supported");
+      const bool ascii = truthy(arg(a, (size_t)-1, "ensure_ascii", v_bool(false)));
       if (arg(a, (size_t)-1, "separators", v_none()).k != vk::none)
         return rt_fail(r, at, ML_E_ARG, "tojson: separators= is not supported");
       int64_t indent = -1;
@@ -402,6 +401,30 @@ ml_status apply_filter(rt* r, const node* at, int id, const jv& v, const jv* arg
       if (indent < 0) indent = ind.k == vk::none ? -1 : 0;
       ml_vec<char> t;
       ML_TRY(append_json(r, at, &t, v, (int)indent, truthy(arg(a, (size_t)-1, "sort_keys", v_bool(false))), 0));
+      if (ascii) {  // json.dumps(ensure_ascii=True): non-ASCII as \uXXXX (UTF-16, surrogate pairs)
+        ml_vec<char> e;
+        for (size_t i = 0; i < t.size();) {
+          unsigned char c = (unsigned char)t[i];
+          if (c < 0x80) {
+            if (!e.push((char)c)) return rt_nomem(r);
+            ++i;
+            continue;
+          }
+          size_t l = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+          uint32_t cp = l == 2 ? (c & 0x1Fu) : l == 3 ? (c & 0x0Fu) : (c & 0x07u);
+          for (size_t k = 1; k < l && i + k < t.size(); ++k) cp = (cp << 6) | ((unsigned char)t[i + k] & 0x3Fu);
+          char buf[16];
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+          } else {
+            snprintf(buf, sizeof buf, "\\u%04x", cp);
+          }
+          if (!e.append(buf, strlen(buf))) return rt_nomem(r);
+          i += l;
+        }
+        t = static_cast<ml_vec<char>&&>(e);
+      }
       return make_str(r, t, out);
     }
     case F_FIRST: case F_LAST: {

@@ -91,6 +91,7 @@ ml_status recase(rt* r, const jv& v, casing how, jv* out) {
     size_t l;
     uint32_t c = decode_at(v.s, v.n, i, &l);
     uint32_t m = c;
+    const bool start_before = start;
     switch (how) {
       case casing::upper: m = to_upper(c); break;
       case casing::lower: m = to_lower(c); break;
@@ -106,6 +107,12 @@ ml_status recase(rt* r, const jv& v, casing how, jv* out) {
         start = sep;
         break;
       }
+    }
+    if (c == 0xDF && m == c && how != casing::lower && (how == casing::upper || (how != casing::capitalize ? start_before : i == 0))) {
+      // ß has no one-letter upper case: Python writes SS (upper) or Ss (title case).
+      if (!t.append(how == casing::upper || how == casing::jinja_title ? "SS" : "Ss", 2)) return rt_nomem(r);
+      i += l;
+      continue;
     }
     if (m == c ? !t.append(v.s + i, l) : !put_cp(&t, m)) return rt_nomem(r);
     i += l;
