@@ -1,5 +1,5 @@
-// The chat-template evaluator's state and entry points, shared by eval.cpp, builtins.cpp and
-// template.cpp (private to src/model/chat).
+// The chat-template evaluator's state and entry points, shared by eval.cpp, ops.cpp, the built-ins
+// (filters.cpp, tests.cpp, methods.cpp) and template.cpp (private to src/model/chat).
 #pragma once
 #include "model/chat/jinja.h"
 
@@ -35,6 +35,9 @@ ml_status exec_body(rt* r, node* const* kids, size_t n, scope* s, ml_vec<char>* 
 ml_status get_attr(rt* r, const node* at, const jv& v, const char* name, size_t n, jv* out);
 ml_status get_item(rt* r, const node* at, const jv& v, const jv& key, jv* out);
 ml_status iterate(rt* r, const node* at, const jv& v, ml_vec<jv>* out);
+ml_status slice_value(rt* r, const node* at, const jv& v, const jv& a, const jv& b, const jv& c, jv* out);
+ml_status arith(rt* r, const node* at, op o, const jv& a, const jv& b, jv* out);
+ml_status undefined_error(rt* r, const node* at, const jv& v);  // "'name' is undefined"
 ml_status contains(rt* r, const node* at, const jv& hay, const jv& needle, bool* out);
 ml_status compare_values(rt* r, const node* at, op o, const jv& a, const jv& b, bool* out);
 

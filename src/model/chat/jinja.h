@@ -115,7 +115,7 @@ struct node {
   size_t nkw = 0;
   op* ops = nullptr;           // compare: the operators between else_kids
   int builtin = -1;            // filter / test index into the built-in tables
-  bool negate = false;         // test: "is not"
+  bool negate = false;         // test: "is not"; for: the body uses `loop`
 };
 
 ml_status parse(const token* toks, size_t ntoks, ml_bump* b, node** root, ml_error* err);

@@ -238,7 +238,8 @@ ml_status lex_tag(lexer* L, char close, bool* strip_after, int* nesting_out) {
     // Closing delimiter, with optional '-' or '+'.
     size_t p = L->pos;
     bool minus = false;
-    if ((c == '-' || c == '+') && p + 2 < L->len + 0 && L->src[p + 1] == close && L->src[p + 2] == '}' && nesting == 0) {
+    // '-' closes both kinds with stripping; '+' (keep the newline) only block tags.
+    if ((c == '-' || (c == '+' && close == '%')) && p + 2 < L->len && L->src[p + 1] == close && L->src[p + 2] == '}' && nesting == 0) {
       minus = c == '-';
       p += 1;
     }

@@ -324,7 +324,7 @@ static bool put_str_repr(ml_vec<char>* o, const char* s, size_t n) {
 bool append_repr(ml_vec<char>* out, const jv& v) {
   switch (v.k) {
     case vk::str: return put_str_repr(out, v.s, v.n);
-    case vk::undef: return true;
+    case vk::undef: return put(out, "Undefined");  // repr(Undefined), inside a list or dict
     case vk::list: {
       if (!out->push(v.tuple ? '(' : '[')) return false;
       for (size_t i = 0; i < v.l->n; ++i) {
