@@ -42,6 +42,41 @@ ml_tok_span span_of(const hf_pts& p, uint32_t b, uint32_t e) {
   return ml_tok_span{lo, hi};
 }
 
+// Leading and trailing spaces ('Ġ' or White_Space) of each token leave its span; a single leading
+// one of the first token stays when the processor adds a prefix space.
+void trim_spans(const ml_hf_tok* t, const int32_t* ids, ml_tok_span* spans, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const hf_strv s = t->tok[ids[i]];
+    ml_tok_span& o = spans[i];
+    uint32_t lead = 0, trail = 0;
+    size_t k = 0;
+    while (k < s.n) {
+      size_t j = k;
+      const uint32_t c = hf_next_cp(s.s, s.n, &j);
+      if (c != 0x120 && !hf_is_ws(c)) break;
+      lead++, k = j;
+    }
+    if (k < s.n) {
+      for (size_t e = s.n; e > k;) {
+        size_t b = e - 1;
+        while (b > k && ((uint8_t)s.s[b] & 0xC0) == 0x80) b--;
+        size_t j = b;
+        const uint32_t c = hf_next_cp(s.s, s.n, &j);
+        if (c != 0x120 && !hf_is_ws(c)) break;
+        trail++, e = b;
+      }
+    } else {
+      trail = lead;  // all spaces: the Rust loop counts them from both ends
+    }
+    if (lead == 0 && trail == 0) continue;
+    if (lead > 0) {
+      if ((i == 0 || o.begin == 0) && t->post_trim_prefix && lead == 1) lead = 0;
+      o.begin = o.begin + lead < o.end ? o.begin + lead : o.end;
+    }
+    if (trail > 0 && o.end >= trail) o.end = o.end - trail > o.begin ? o.end - trail : o.begin;
+  }
+}
+
 }  // namespace
 
 ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, bool add_special, ml_vec<int32_t>* ids,
@@ -49,6 +84,8 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
   if (len > HF_MAX_TEXT) return ml_fail(err, ML_E_ARG, "encode: text of %zu bytes (the limit is %zu)", len, HF_MAX_TEXT);
   size_t bad = 0;
   if (!ml_utf8_check(text, len, &bad)) return ml_fail(err, ML_E_ARG, "encode: invalid UTF-8 at byte offset %zu", bad);
+  const size_t pre = add_special ? t->post_before.size() : 0;
+  const size_t id0 = ids->size() + pre, sp0 = spans ? spans->size() + pre : 0;
   if (add_special)
     for (int32_t id : t->post_before)
       if (!ids->push(id) || (spans && !spans->push(ml_tok_span{0, 0}))) return hf_nomem(err, "encode");
@@ -94,7 +131,8 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
       b = wends[k];
     }
   }
-  // 4. The post-processor.
+  // 4. The post-processor: ByteLevel's offset trimming (ByteLevel::process_offsets), then the ids.
+  if (spans && t->post_trim_bytelevel) trim_spans(t, ids->data() + id0, spans->data() + sp0, ids->size() - id0);
   if (add_special)
     for (int32_t id : t->post_after)
       if (!ids->push(id) || (spans && !spans->push(ml_tok_span{0, 0}))) return hf_nomem(err, "encode");

@@ -149,7 +149,8 @@ struct ml_hf_tok {
   // post-processor: the single template, flattened: ids before the sequence, ids after
   bool has_post = false;
   ml_vec<int32_t> post_before, post_after;
-  bool post_trim_bytelevel = false;
+  bool post_trim_bytelevel = false;  // a ByteLevel processor with trim_offsets: spans lose their spaces
+  bool post_trim_prefix = false;     // ... and its add_prefix_space
   size_t max_piece = 0;
   hf_strv unk_str;                  // unk_token (may be absent from the vocabulary)
   ml_vec<ml_regex*> regexes;        // every compiled regex, freed with the tokenizer
