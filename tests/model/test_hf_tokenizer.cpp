@@ -9,7 +9,10 @@
 // - damaged files: every refusal names the field.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -322,4 +325,24 @@ TEST_CASE("hf tokenizer: damaged and unsupported files are refused naming the fi
   ml_error err{};
   CHECK(ml_hf_tok_load(&t, j.data(), j.size(), &err) == ML_E_FORMAT);
   CHECK(std::string(err.msg).find("nested deeper") != std::string::npos);
+}
+
+// Hidden: encode speed on a text file ($KRAFLA_HF_BENCH_TEXT, e.g. ~1 MB of English) with the
+// SmolLM2 tokenizer, best of three. ml_tests "[.hf_bench]"
+TEST_CASE("hf tokenizer: encode speed", "[.hf_bench]") {
+  const char* path = std::getenv("KRAFLA_HF_BENCH_TEXT");
+  if (!path) {
+    WARN("set KRAFLA_HF_BENCH_TEXT to a text file");
+    return;
+  }
+  const std::string text = read_file(path);
+  Tok tok(read_file(ml_test_shared("data/hf/smollm2-135m-instruct/tokenizer.json")));
+  double best = 1e30;
+  size_t n = 0;
+  for (int r = 0; r < 3; r++) {
+    const auto t0 = std::chrono::steady_clock::now();
+    n = encode(tok.t, text, false).size();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  WARN(n << " tokens from " << text.size() << " bytes in " << best << " s: " << text.size() / 1e6 / best << " MB/s");
 }
