@@ -184,6 +184,13 @@ TEST_CASE("hf tokenizer: TinyStories tokenizer.json (SentencePiece-style) agains
   CHECK(ml_hf_tok_vocab(t) == 2048);
   CHECK(ml_hf_tok_post_bos(t) == 1);
   CHECK(ml_hf_tok_post_eos(t) == -1);
+  // A normalized added token reads as its normalized content (the oracle's id_to_token too); the
+  // model vocabulary still finds it by its content.
+  size_t n = 0;
+  const char* s0 = ml_hf_tok_token(t, 0, &n);
+  CHECK(std::string(s0, n) == "\u2581<unk>");
+  CHECK(ml_hf_tok_find(t, "<unk>", 5) == 0);
+  CHECK(ml_hf_tok_is_special(t, 0));
   const Real cases[] = {
       {"Once upon a time, there was a little girl named Lily.", {80, 147, 201, 282, 215, 286, 598, 629, 10},
        "Once upon a time, there was a little girl named Lily.", {0, 1, 0, 2, 2, 5, 5, 15, 15, 18, 18, 30, 30, 48, 48, 52, 52, 53}},

@@ -46,7 +46,7 @@ ml_tok_span span_of(const hf_pts& p, uint32_t b, uint32_t e) {
 // one of the first token stays when the processor adds a prefix space.
 void trim_spans(const ml_hf_tok* t, const int32_t* ids, ml_tok_span* spans, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    const hf_strv s = t->tok[ids[i]];
+    const hf_strv s = t->dtok[ids[i]];
     ml_tok_span& o = spans[i];
     uint32_t lead = 0, trail = 0;
     size_t k = 0;
@@ -95,7 +95,7 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
   hf_text x, xt;
   ml_vec<hf_cut> cuts, ncuts;
   if (!pts.s.reserve(len + 16) || !pts.al.reserve(len + 16)) return hf_nomem(err, "encode");
-  ML_TRY(hf_added_cut(t, t->trie_raw, text, len, &cuts, err));
+  ML_TRY(hf_added_cut(t, &t->trie_raw, text, len, &cuts, err));
   for (const hf_cut& c : cuts) {
     x.s.clear(), x.al.clear();
     if (!push_original(&x, text, c.begin, c.end)) return hf_nomem(err, "encode");
@@ -105,7 +105,7 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
     }
     if (t->norm) ML_TRY(hf_norm_apply(t->norm, &x, &xt, err));
     ncuts.clear();
-    ML_TRY(hf_added_cut(t, t->trie_norm, x.s.data(), x.s.size(), &ncuts, err));
+    ML_TRY(hf_added_cut(t, &t->trie_norm, x.s.data(), x.s.size(), &ncuts, err));
     for (const hf_cut& d : ncuts)
       if (!push_piece(&pts, x.s.data() + d.begin, x.al.data() + d.begin, d.end - d.begin, d.added >= 0 ? t->added[d.added].id : -1))
         return hf_nomem(err, "encode");
@@ -146,15 +146,15 @@ ml_status ml_hf_tok_decode(const ml_hf_tok* t, const int32_t* ids, size_t n, boo
   for (size_t i = 0; i < n; i++) {
     const int32_t id = ids[i];
     if (id < 0 || (uint32_t)id >= t->n_ids) return ml_fail(err, ML_E_ARG, "decode: id %d at index %zu is out of range (vocabulary %u)", id, i, t->n_ids);
-    if (!t->tok[id].s) continue;  // a hole in the ids: the Rust library skips it too
+    if (!t->dtok[id].s) continue;  // a hole in the ids: the Rust library skips it too
     if (skip_special && (t->flags[id] & HF_F_SKIP)) continue;
-    toks.push(t->tok[id]);
+    toks.push(t->dtok[id]);
   }
   return hf_decode_tokens(t, toks.data(), toks.size(), false, false, out, err);
 }
 
 ml_status ml_hf_tok_piece(const ml_hf_tok* t, int32_t id, bool first, ml_vec<char>* out, ml_error* err) {
   if (id < 0 || (uint32_t)id >= t->n_ids) return ml_fail(err, ML_E_ARG, "piece: id %d is out of range (vocabulary %u)", id, t->n_ids);
-  if (!t->tok[id].s) return ML_OK;
-  return hf_decode_tokens(t, &t->tok[id], 1, true, first, out, err);
+  if (!t->dtok[id].s) return ML_OK;
+  return hf_decode_tokens(t, &t->dtok[id], 1, true, first, out, err);
 }
