@@ -78,13 +78,22 @@ int main(int argc, char** argv) {
         const char* s = ml_hf_tok_token(t, ids[k], &n);
         ml_vec<char> q;
         ml_json_quote(&q, s ? s : "", n);
-        out += std::to_string(ids[k]) + "\t" + std::string(q.data(), q.size()) + "\t" + std::to_string(spans[k].begin) +
-               " " + std::to_string(spans[k].end) + "\n";
+        out += std::to_string(ids[k]);
+        out += '\t';
+        out.append(q.data(), q.size());
+        out += '\t';
+        out += std::to_string(spans[k].begin);
+        out += ' ';
+        out += std::to_string(spans[k].end);
+        out += '\n';
       }
       std::fwrite(out.data(), 1, out.size(), stdout);
     } else {
       std::string out;
-      for (size_t k = 0; k < ids.size(); k++) out += (k ? " " : "") + std::to_string(ids[k]);
+      for (size_t k = 0; k < ids.size(); k++) {
+        if (k) out += ' ';
+        out += std::to_string(ids[k]);
+      }
       out += "\n";
       std::fwrite(out.data(), 1, out.size(), stdout);
     }

@@ -108,7 +108,6 @@ ml_status hf_added_load(ml_hf_tok* t, const ml_json* arr, ml_error* err) {
     x.id = (int32_t)id;
     if (id > max_added) max_added = id;
     ML_TRY(grow_ids(t, id + 1, err));
-    t->tok[id] = x.content;
     t->flags[id] |= HF_F_ADDED | (x.special ? HF_F_SPECIAL : 0);
     t->n_added++;
   }
@@ -116,9 +115,10 @@ ml_status hf_added_load(ml_hf_tok* t, const ml_json* arr, ml_error* err) {
 }
 
 ml_status hf_added_build(ml_hf_tok* t, ml_error* err) {
-  t->trie_raw = ml_bump_new<hf_trie>(&t->mem);
-  t->trie_norm = ml_bump_new<hf_trie>(&t->mem);
-  if (!t->trie_raw || !t->trie_norm) return hf_nomem(err, "added_tokens");
+  t->dtok = ml_bump_array<hf_strv>(&t->mem, t->n_ids ? t->n_ids : 1);
+  if (!t->dtok) return hf_nomem(err, "added_tokens");
+  for (uint32_t i = 0; i < t->n_ids; i++) t->dtok[i] = t->tok[i];
+  for (uint32_t i = 0; i < t->n_added; i++) t->dtok[t->added[i].id] = t->added[i].content;
   hf_text x, tmp;
   // Special tokens first, then the others (the Rust order; it only matters for equal patterns).
   for (int pass = 0; pass < 2; pass++) {
@@ -126,18 +126,18 @@ ml_status hf_added_build(ml_hf_tok* t, ml_error* err) {
       const hf_added& a = t->added[i];
       if (a.special != (pass == 0)) continue;
       if (!a.normalized) {
-        ML_TRY(trie_add(t->trie_raw, a.content.s, a.content.n, (int32_t)i, err));
+        ML_TRY(trie_add(&t->trie_raw, a.content.s, a.content.n, (int32_t)i, err));
         continue;
       }
       x.s.clear(), x.al.clear();
       if (!hf_text_push(&x, a.content.s, a.content.n, ml_tok_span{0, 0})) return hf_nomem(err, "added_tokens");
       if (t->norm) ML_TRY(hf_norm_apply(t->norm, &x, &tmp, err));
-      if (x.s.size()) ML_TRY(trie_add(t->trie_norm, x.s.data(), x.s.size(), (int32_t)i, err));
+      if (x.s.size()) ML_TRY(trie_add(&t->trie_norm, x.s.data(), x.s.size(), (int32_t)i, err));
       // Decoding reads the normalized content (the Rust library's normalized cache).
       if (t->norm) {
         char* c = ml_bump_strdup(&t->mem, x.s.data(), x.s.size());
         if (!c) return hf_nomem(err, "added_tokens");
-        t->tok[a.id] = hf_strv{c, (uint32_t)x.s.size()};
+        t->dtok[a.id] = hf_strv{c, (uint32_t)x.s.size()};
       }
     }
   }
@@ -155,7 +155,7 @@ ml_status hf_added_build(ml_hf_tok* t, ml_error* err) {
     set[h] = (int32_t)k;
   }
   for (uint32_t i = 0; i < t->n_added; i++) {
-    const hf_strv d = t->tok[t->added[i].id];
+    const hf_strv d = t->dtok[t->added[i].id];
     for (uint32_t h = hf_hash(d.s, d.n) & mask; set[h] >= 0; h = (h + 1) & mask) {
       const hf_strv c = t->added[set[h]].content;
       if (c.n == d.n && std::memcmp(c.s, d.s, d.n) == 0) {

@@ -42,6 +42,41 @@ ml_tok_span span_of(const hf_pts& p, uint32_t b, uint32_t e) {
   return ml_tok_span{lo, hi};
 }
 
+// Leading and trailing spaces ('Ġ' or White_Space) of each token leave its span; a single leading
+// one of the first token stays when the processor adds a prefix space.
+void trim_spans(const ml_hf_tok* t, const int32_t* ids, ml_tok_span* spans, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const hf_strv s = t->dtok[ids[i]];
+    ml_tok_span& o = spans[i];
+    uint32_t lead = 0, trail = 0;
+    size_t k = 0;
+    while (k < s.n) {
+      size_t j = k;
+      const uint32_t c = hf_next_cp(s.s, s.n, &j);
+      if (c != 0x120 && !hf_is_ws(c)) break;
+      lead++, k = j;
+    }
+    if (k < s.n) {
+      for (size_t e = s.n; e > k;) {
+        size_t b = e - 1;
+        while (b > k && ((uint8_t)s.s[b] & 0xC0) == 0x80) b--;
+        size_t j = b;
+        const uint32_t c = hf_next_cp(s.s, s.n, &j);
+        if (c != 0x120 && !hf_is_ws(c)) break;
+        trail++, e = b;
+      }
+    } else {
+      trail = lead;  // all spaces: the Rust loop counts them from both ends
+    }
+    if (lead == 0 && trail == 0) continue;
+    if (lead > 0) {
+      if ((i == 0 || o.begin == 0) && t->post_trim_prefix && lead == 1) lead = 0;
+      o.begin = o.begin + lead < o.end ? o.begin + lead : o.end;
+    }
+    if (trail > 0 && o.end >= trail) o.end = o.end - trail > o.begin ? o.end - trail : o.begin;
+  }
+}
+
 }  // namespace
 
 ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, bool add_special, ml_vec<int32_t>* ids,
@@ -49,6 +84,8 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
   if (len > HF_MAX_TEXT) return ml_fail(err, ML_E_ARG, "encode: text of %zu bytes (the limit is %zu)", len, HF_MAX_TEXT);
   size_t bad = 0;
   if (!ml_utf8_check(text, len, &bad)) return ml_fail(err, ML_E_ARG, "encode: invalid UTF-8 at byte offset %zu", bad);
+  const size_t pre = add_special ? t->post_before.size() : 0;
+  const size_t id0 = ids->size() + pre, sp0 = spans ? spans->size() + pre : 0;
   if (add_special)
     for (int32_t id : t->post_before)
       if (!ids->push(id) || (spans && !spans->push(ml_tok_span{0, 0}))) return hf_nomem(err, "encode");
@@ -58,7 +95,7 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
   hf_text x, xt;
   ml_vec<hf_cut> cuts, ncuts;
   if (!pts.s.reserve(len + 16) || !pts.al.reserve(len + 16)) return hf_nomem(err, "encode");
-  ML_TRY(hf_added_cut(t, t->trie_raw, text, len, &cuts, err));
+  ML_TRY(hf_added_cut(t, &t->trie_raw, text, len, &cuts, err));
   for (const hf_cut& c : cuts) {
     x.s.clear(), x.al.clear();
     if (!push_original(&x, text, c.begin, c.end)) return hf_nomem(err, "encode");
@@ -68,7 +105,7 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
     }
     if (t->norm) ML_TRY(hf_norm_apply(t->norm, &x, &xt, err));
     ncuts.clear();
-    ML_TRY(hf_added_cut(t, t->trie_norm, x.s.data(), x.s.size(), &ncuts, err));
+    ML_TRY(hf_added_cut(t, &t->trie_norm, x.s.data(), x.s.size(), &ncuts, err));
     for (const hf_cut& d : ncuts)
       if (!push_piece(&pts, x.s.data() + d.begin, x.al.data() + d.begin, d.end - d.begin, d.added >= 0 ? t->added[d.added].id : -1))
         return hf_nomem(err, "encode");
@@ -94,7 +131,8 @@ ml_status ml_hf_tok_encode(const ml_hf_tok* t, const char* text, size_t len, boo
       b = wends[k];
     }
   }
-  // 4. The post-processor.
+  // 4. The post-processor: ByteLevel's offset trimming (ByteLevel::process_offsets), then the ids.
+  if (spans && t->post_trim_bytelevel) trim_spans(t, ids->data() + id0, spans->data() + sp0, ids->size() - id0);
   if (add_special)
     for (int32_t id : t->post_after)
       if (!ids->push(id) || (spans && !spans->push(ml_tok_span{0, 0}))) return hf_nomem(err, "encode");
@@ -108,15 +146,15 @@ ml_status ml_hf_tok_decode(const ml_hf_tok* t, const int32_t* ids, size_t n, boo
   for (size_t i = 0; i < n; i++) {
     const int32_t id = ids[i];
     if (id < 0 || (uint32_t)id >= t->n_ids) return ml_fail(err, ML_E_ARG, "decode: id %d at index %zu is out of range (vocabulary %u)", id, i, t->n_ids);
-    if (!t->tok[id].s) continue;  // a hole in the ids: the Rust library skips it too
+    if (!t->dtok[id].s) continue;  // a hole in the ids: the Rust library skips it too
     if (skip_special && (t->flags[id] & HF_F_SKIP)) continue;
-    toks.push(t->tok[id]);
+    toks.push(t->dtok[id]);
   }
   return hf_decode_tokens(t, toks.data(), toks.size(), false, false, out, err);
 }
 
 ml_status ml_hf_tok_piece(const ml_hf_tok* t, int32_t id, bool first, ml_vec<char>* out, ml_error* err) {
   if (id < 0 || (uint32_t)id >= t->n_ids) return ml_fail(err, ML_E_ARG, "piece: id %d is out of range (vocabulary %u)", id, t->n_ids);
-  if (!t->tok[id].s) return ML_OK;
-  return hf_decode_tokens(t, &t->tok[id], 1, true, first, out, err);
+  if (!t->dtok[id].s) return ML_OK;
+  return hf_decode_tokens(t, &t->dtok[id], 1, true, first, out, err);
 }

@@ -122,7 +122,8 @@ struct ml_hf_tok {
   ml_bump mem;  // strings and component graphs
   // model vocabulary + added tokens, by id
   uint32_t n_ids = 0;               // max id + 1
-  hf_strv* tok = nullptr;           // [n_ids]; s null for a hole
+  hf_strv* tok = nullptr;           // [n_ids]: the model vocabulary's strings (s null elsewhere)
+  hf_strv* dtok = nullptr;          // [n_ids]: what decode reads (an added token's, else tok); s null for a hole
   uint8_t* flags = nullptr;         // [n_ids]: HF_F_*
   int32_t* vocab_table = nullptr;   // open addressing over model vocab ids (-1 empty)
   uint32_t vocab_mask = 0;
@@ -140,8 +141,8 @@ struct ml_hf_tok {
   // added tokens
   hf_added* added = nullptr;
   uint32_t n_added = 0;
-  hf_trie* trie_raw = nullptr;      // non-normalized contents
-  hf_trie* trie_norm = nullptr;     // normalized contents, normalized
+  hf_trie trie_raw;                 // non-normalized contents
+  hf_trie trie_norm;                // normalized contents, normalized
   // pipeline
   hf_norm* norm = nullptr;
   hf_pre* pre = nullptr;
@@ -149,7 +150,8 @@ struct ml_hf_tok {
   // post-processor: the single template, flattened: ids before the sequence, ids after
   bool has_post = false;
   ml_vec<int32_t> post_before, post_after;
-  bool post_trim_bytelevel = false;
+  bool post_trim_bytelevel = false;  // a ByteLevel processor with trim_offsets: spans lose their spaces
+  bool post_trim_prefix = false;     // ... and its add_prefix_space
   size_t max_piece = 0;
   hf_strv unk_str;                  // unk_token (may be absent from the vocabulary)
   ml_vec<ml_regex*> regexes;        // every compiled regex, freed with the tokenizer

@@ -38,10 +38,10 @@ ml_status load(ml_hf_tok* t, const char* json, size_t len, ml_error* err) {
   // The longest piece, for streaming buffers.
   ml_vec<char> piece;
   for (uint32_t id = 0; id < t->n_ids; id++) {
-    if (!t->tok[id].s) continue;
+    if (!t->dtok[id].s) continue;
     for (int first = 0; first < 2; first++) {
       piece.clear();
-      ML_TRY(hf_decode_tokens(t, &t->tok[id], 1, true, first == 1, &piece, err));
+      ML_TRY(hf_decode_tokens(t, &t->dtok[id], 1, true, first == 1, &piece, err));
       if (piece.size() > t->max_piece) t->max_piece = piece.size();
     }
   }
@@ -72,12 +72,12 @@ void ml_hf_tok_free(ml_hf_tok* t) {
 int32_t ml_hf_tok_vocab(const ml_hf_tok* t) { return (int32_t)t->n_ids; }
 
 const char* ml_hf_tok_token(const ml_hf_tok* t, int32_t id, size_t* len) {
-  if (id < 0 || (uint32_t)id >= t->n_ids || !t->tok[id].s) {
+  if (id < 0 || (uint32_t)id >= t->n_ids || !t->dtok[id].s) {
     if (len) *len = 0;
     return nullptr;
   }
-  if (len) *len = t->tok[id].n;
-  return t->tok[id].s;
+  if (len) *len = t->dtok[id].n;
+  return t->dtok[id].s;
 }
 
 int32_t ml_hf_tok_find(const ml_hf_tok* t, const char* s, size_t len) {

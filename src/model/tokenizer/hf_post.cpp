@@ -84,7 +84,12 @@ ml_status load_one(ml_hf_tok* t, const ml_json* v, const char* path, int depth, 
     return ML_OK;
   }
   if (!std::strcmp(ty, "ByteLevel")) {
+    // Nothing on ids; with trim_offsets the spans of tokens lose their leading/trailing spaces.
+    bool trim = false, prefix = false;
+    ML_TRY(hf_get_bool(v, "trim_offsets", true, &trim, path, err));
+    ML_TRY(hf_get_bool(v, "add_prefix_space", true, &prefix, path, err));
     t->has_post = true;
+    if (trim) t->post_trim_bytelevel = true, t->post_trim_prefix = prefix;
     return ML_OK;
   }
   if (!std::strcmp(ty, "TemplateProcessing")) {

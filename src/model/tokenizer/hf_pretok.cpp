@@ -165,14 +165,32 @@ size_t gpt2_match(const char* s, size_t n, size_t i) {
 }
 
 // Copies one split's bytes into out, mapping each byte through the GPT-2 byte-to-unicode table.
-bool bytelevel_map(const char* s, const ml_tok_span* al, uint32_t n, hf_pts* out) {
-  for (uint32_t k = 0; k < n; k++) {
-    char u[4];
-    const int m = hf_put_cp(hf_byte_to_cp((uint8_t)s[k]), u);
-    if (!out->s.append(u, m)) return false;
-    for (int q = 0; q < m; q++)
-      if (!out->al.push(al[k])) return false;
+// The UTF-8 of each byte's GPT-2 character, computed once.
+struct byte_utf8 {
+  char u[256][2];
+  uint8_t n[256];
+  byte_utf8() {
+    for (int b = 0; b < 256; b++) {
+      char t[4];
+      n[b] = (uint8_t)hf_put_cp(hf_byte_to_cp((uint8_t)b), t);
+      u[b][0] = t[0], u[b][1] = t[1];
+    }
   }
+};
+
+bool bytelevel_map(const char* s, const ml_tok_span* al, uint32_t n, hf_pts* out) {
+  static const byte_utf8 kUtf8;
+  size_t w = out->s.size();
+  if (!out->s.resize(w + 2 * (size_t)n) || !out->al.resize(w + 2 * (size_t)n)) return false;
+  char* d = out->s.data();
+  ml_tok_span* da = out->al.data();
+  for (uint32_t k = 0; k < n; k++) {
+    const uint8_t b = (uint8_t)s[k];
+    d[w] = kUtf8.u[b][0], da[w++] = al[k];
+    if (kUtf8.n[b] == 2) d[w] = kUtf8.u[b][1], da[w++] = al[k];
+  }
+  out->s.resize(w);
+  out->al.resize(w);
   return true;
 }
 
