@@ -105,6 +105,11 @@ case("bytelevel_added", doc(bytelevel_model(BL_MERGES),
                             pre=BL_PRE, decoder=BL_DEC),
      ["<|im_start|>hello<|im_end|>", "a <mask> b", "a<mask>b", "ell hello ell,ell", "world wor", "<|im_start|><|im_end|>",
       " <mask>  <mask> "])
+case("added_rstrip_overlap", doc(bytelevel_model(BL_MERGES),
+                                added_tokens=[added(0, "<a>", special=False, rstrip=True), added(0, " x", special=False),
+                                              added(0, "<b>", special=False, lstrip=True)],
+                                pre=BL_PRE, decoder=BL_DEC),
+     ["<a> x", "<a>  xy", "<a>x", "<a> <b>", "q  <b>", "<a>   <b> x"])
 case("sp", doc(sp_model(SP_MERGES), SP_ADDED, normalizer=SP_NORM, post=TEMPLATE, decoder=SP_DEC))
 case("sp_no_fuse_unk", doc(sp_model(SP_MERGES, fuse_unk=False, byte_fallback=False), SP_ADDED, normalizer=SP_NORM,
                            decoder=SP_DEC), ["hello ZZZ world", "QQ hello", "日本"])

@@ -268,6 +268,11 @@ TEST_CASE("hf tokenizer: damaged and unsupported files are refused naming the fi
     Tok ok(mini(kModel));
     CHECK(encode(ok.t, "abba", false) == std::vector<int32_t>{2, 1, 0});
   }
+  {
+    // Padding to the batch's longest leaves one sequence as it is.
+    Tok ok(mini(kModel, "[]", R"(,"padding":{"strategy":"BatchLongest","direction":"Right","pad_to_multiple_of":null,"pad_id":0})"));
+    CHECK(encode(ok.t, "ab", false) == std::vector<int32_t>{2});
+  }
   const std::string good = mini(kModel);
   struct Bad {
     std::string json;
@@ -312,7 +317,8 @@ TEST_CASE("hf tokenizer: damaged and unsupported files are refused naming the fi
       {mini(kModel, "[]", R"(,"decoder":{"type":"CTC"})"), "decoder.type: decoder 'CTC'"},
       {mini(kModel, "[]", R"(,"decoder":{"type":"Strip","content":" ","start":-1})"), "decoder.start"},
       {mini(kModel, "[]", R"(,"truncation":{"max_length":5})"), "truncation"},
-      {mini(kModel, "[]", R"(,"padding":{"strategy":"BatchLongest"})"), "padding"},
+      {mini(kModel, "[]", R"(,"padding":{"strategy":{"Fixed":8}})"), "padding"},
+      {mini(kModel, "[]", R"(,"padding":{"strategy":"BatchLongest","pad_to_multiple_of":8})"), "padding"},
       {"{\"added_tokens\":[]}", "model: missing"},
   };
   for (const Bad& b : bad) {

@@ -188,13 +188,16 @@ ml_status hf_added_cut(const ml_hf_tok* t, const hf_trie* tr, const char* s, siz
         if (!left_ok || !right_ok) continue;
       }
       if (a.lstrip) {
-        while (start > start_offset) {
-          size_t b = start - 1;
+        // The spaces before it, but not what an earlier match took.
+        size_t ns = start;
+        while (ns > 0) {
+          size_t b = ns - 1;
           while (b > 0 && ((uint8_t)s[b] & 0xC0) == 0x80) b--;
           size_t j = b;
           if (!hf_is_ws(hf_next_cp(s, n, &j))) break;
-          start = b;
+          ns = b;
         }
+        start = ns > start_offset ? ns : start_offset;
       }
       if (a.rstrip) {
         while (stop < n) {
@@ -203,11 +206,11 @@ ml_status hf_added_cut(const ml_hf_tok* t, const hf_trie* tr, const char* s, siz
           stop = j;
         }
       }
-      if (start < start_offset) start = start_offset;
+      // The search goes on from the match's end, not from what rstrip took: a later match may
+      // start inside the stripped spaces and overlap (the Rust library keeps both).
       if (start_offset < start && !out->push(hf_cut{(uint32_t)start_offset, (uint32_t)start, -1})) return hf_nomem(err, "encode");
       if (!out->push(hf_cut{(uint32_t)start, (uint32_t)stop, ai})) return hf_nomem(err, "encode");
       start_offset = stop;
-      if (i < stop) i = stop;
     }
   }
   if (start_offset < n && !out->push(hf_cut{(uint32_t)start_offset, (uint32_t)n, -1})) return hf_nomem(err, "encode");

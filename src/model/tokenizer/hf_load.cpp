@@ -24,7 +24,12 @@ ml_status load(ml_hf_tok* t, const char* json, size_t len, ml_error* err) {
   ML_TRY(ml_json_parse(json, len, &jb, &doc, err));
   if (!ml_json_is(doc, ML_JSON_OBJECT)) return ml_fail(err, ML_E_FORMAT, "tokenizer.json: the top level is not an object");
   ML_TRY(check_null_or_ok(doc, "truncation", err));
-  ML_TRY(check_null_or_ok(doc, "padding", err));
+  // Padding to the batch's longest does nothing to one sequence: accepted; any other is refused.
+  const ml_json* pad = ml_json_get(doc, "padding");
+  const ml_json* strategy = ml_json_get(pad, "strategy");
+  const ml_json* multiple = ml_json_get(pad, "pad_to_multiple_of");
+  if (!(ml_json_is(strategy, ML_JSON_STRING) && !std::strcmp(strategy->str, "BatchLongest") && (!multiple || multiple->type == ML_JSON_NULL)))
+    ML_TRY(check_null_or_ok(doc, "padding", err));
   const ml_json* model = ml_json_get(doc, "model");
   if (!model) return ml_fail(err, ML_E_FORMAT, "tokenizer.json: model: missing");
   ML_TRY(hf_bpe_load(t, model, err));
