@@ -48,8 +48,10 @@ ml_status ml_hf_tok_decode(const ml_hf_tok* t, const int32_t* ids, size_t n, boo
 // Streaming: appends the text token id adds after the ids before it, where first says whether it
 // is the first token of the sequence (decoders such as Metaspace or Strip treat the start
 // specially). Concatenating the pieces of ids[0..n) with first = (i == 0) gives exactly
-// ml_hf_tok_decode(ids, n, false); bytes of one character may be split across pieces (byte
-// fallback, byte-level): the caller joins them.
+// ml_hf_tok_decode(ids, n, false), except in two cases: pieces carry raw bytes where the whole
+// decode would put U+FFFD for invalid UTF-8, and a Strip decoder's cut at the end of the text
+// (after Fuse) cannot be known while streaming. Bytes of one character may be split across
+// pieces (byte fallback, byte-level): the caller joins them.
 ml_status ml_hf_tok_piece(const ml_hf_tok* t, int32_t id, bool first, ml_vec<char>* out, ml_error* err);
 
 // The token's string as the vocabulary stores it ("Ġhello", "▁the", "<0x0A>", "<|im_end|>"); null
