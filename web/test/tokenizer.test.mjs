@@ -8,11 +8,11 @@
 //                   tokens) and Qwen2.5's ChatML template, eos_token <|im_end|> (as e2e/cli/test_chat.py)
 //   tinystories.mlb a random body with tinystories-656k-hf's tokenizer (SentencePiece-style BPE
 //                   with byte fallback, 2048 tokens, add_bos_token, no chat template)
-//   smol-eog.mlb    smol-chat.mlb with the classifier row of <|im_end|> scaled up 1000 times, so
-//                   that a greedy generation reaches it within a few tokens
+//   smol-eog.mlb    smol-chat.mlb with the classifier row of <|im_end|> scaled 5 times, so that a
+//                   greedy generation reaches it after some text (14 tokens for the prompt below)
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
@@ -70,7 +70,7 @@ function models() {
   const folder = join(dir, 'smol-chat');
   const smol = join(dir, 'smol-chat.mlb');
   const tiny = join(dir, 'tinystories.mlb');
-  const eog = join(dir, 'smol-eog.mlb');
+  const eog = join(dir, 'smol-eog5.mlb');
   if (!existsSync(smol)) {
     mkdirSync(folder, { recursive: true });
     copyFileSync(SMOL_TOKENIZER, join(folder, 'tokenizer.json'));
@@ -79,7 +79,7 @@ function models() {
     convert(smol, 49152, folder);
   }
   if (!existsSync(tiny)) convert(tiny, 2048, TINYSTORIES);
-  if (!existsSync(eog)) scaleClassifierRow(smol, eog, IM_END, 1000);
+  if (!existsSync(eog)) scaleClassifierRow(smol, eog, IM_END, 5);
   return { smol, tiny, eog };
 }
 
@@ -144,6 +144,22 @@ const MESSAGES = [
   { role: 'user', content: '  and   with spaces\n\nand newlines  ' },
 ];
 
+// Every chat template in the shared data: llama.cpp's copies and those of the tokenizer_config.json files.
+function publishedTemplates() {
+  const hf = join(sharedDir, 'data', 'hf');
+  const out = [];
+  const jinja = join(hf, 'chat-templates-llamacpp');
+  for (const f of readdirSync(jinja).filter((x) => x.endsWith('.jinja')).sort()) out.push([f, readFileSync(join(jinja, f), 'utf8')]);
+  for (const f of [QWEN25_CONFIG, QWEN3_CONFIG, join(hf, 'tinyllama-1.1b-chat-v1.0', 'tokenizer_config.json'),
+    join(hf, 'gemma-3-tokenizer_config', 'tokenizer_config.gemma-3-chat.json')]) {
+    let t = JSON.parse(readFileSync(f, 'utf8')).chat_template;
+    if (Array.isArray(t)) t = t.find((x) => x.name === 'default')?.template;
+    if (typeof t === 'string') out.push([f.slice(hf.length + 1), t]);
+  }
+  assert.ok(out.length >= 8, `${out.length} templates found`);
+  return out;
+}
+
 const { smol, tiny, eog } = models();
 
 for (const build of builds.filter((b) => !runnable(b))) test(`tokenizers in ${build}`, { skip: `this node cannot run ${build}` }, () => {});
@@ -207,6 +223,29 @@ for (const build of builds.filter(runnable)) {
         nativeChat(smol, noSystem, { chatTemplate: qwen3, vars, noGenerationPrompt: true }));
     });
 
+    test('the published chat templates render as native ml_tok renders them', async () => {
+      await k.load(smol);
+      let rendered = 0;
+      for (const [name, tmpl] of publishedTemplates()) {
+        for (const messages of [MESSAGES, MESSAGES.slice(1)]) {
+          for (const addGenerationPrompt of [true, false]) {
+            const what = `${name} (${messages.length} messages, addGenerationPrompt ${addGenerationPrompt})`;
+            let want;
+            try {
+              want = nativeChat(smol, messages, { chatTemplate: tmpl, noGenerationPrompt: !addGenerationPrompt });
+            } catch {
+              // The template refuses these messages (raise_exception): the package must refuse them too.
+              await assert.rejects(k.applyChatTemplate(messages, { chatTemplate: tmpl, addGenerationPrompt }), /applyChatTemplate/, what);
+              continue;
+            }
+            assert.equal(await k.applyChatTemplate(messages, { chatTemplate: tmpl, addGenerationPrompt }), want, what);
+            ++rendered;
+          }
+        }
+      }
+      assert.ok(rendered >= 20, `only ${rendered} renderings`);
+    });
+
     test('chat template errors are reported', async () => {
       await k.load(smol);
       await assert.rejects(k.applyChatTemplate(MESSAGES, { chatTemplate: '{{ messages[0].content ' }), /applyChatTemplate/);
@@ -224,14 +263,15 @@ for (const build of builds.filter(runnable)) {
       const prompt = await k.applyChatTemplate(MESSAGES.slice(0, 2));
       const ids = await k.tokenize(prompt);
       assert.deepEqual(ids, nativeEncode(eog, prompt, false));
-      assert.equal(ids.filter((x) => x === IM_END).length, 1, 'the prompt holds one <|im_end|>, parsed as the special token');
+      assert.equal(ids.filter((x) => x === IM_END).length, 2, 'each message ends with <|im_end|>, parsed as the special token');
       const native = nativeGreedyTokens(eog, ids, 50);
-      assert.ok(native.generated < 50, `native ml_run stops before 50 tokens (generated ${native.generated})`);
+      assert.ok(native.generated > 3 && native.generated < 50, `native ml_run stops after some text, before 50 tokens (generated ${native.generated})`);
       const r = await k.complete(prompt, { temperature: 0, maxTokens: 50, addBos: false });
       assert.equal(r.stats.stopReason, 'eos');
       assert.equal(r.stats.generatedTokens, native.generated);
       assert.equal(r.stats.promptTokens, ids.length);
       assert.equal(r.text, native.text);
+      assert.ok(r.text.length > 10, r.text);
       // The same with the ids given, and a stop string that never occurs.
       const r2 = await k.complete('', { tokens: ids, temperature: 0, maxTokens: 50, stop: ['never in the output'] });
       assert.equal(r2.text, r.text);
