@@ -7,5 +7,5 @@ export async function misuse(k: Krafla) {
   const n: number = k.build.name; // error: name is a string
   await k.applyChatTemplate('hi', { addGenerationPrompt: true }); // error: messages are an array of {role, content}
   await k.tokenize('x', { addSpecial: 1 }); // error: addSpecial is a boolean
-  const kind: 'sentencepiece' = (await k.load('m.mlb')).tokenizerKind; // error: not one of the kinds
+  await k.applyChatTemplate([{ role: 'user', content: 'x' }], { addGenerationPrompt: 'no' }); // error: addGenerationPrompt is a boolean
 }
