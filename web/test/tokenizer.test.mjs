@@ -16,6 +16,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
+import { Host } from '../src/host.js';
 import { artifactsDir, scalarBin, sharedDir, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
@@ -286,3 +287,19 @@ for (const build of builds.filter(runnable)) {
     });
   });
 }
+
+test('krafla_token_is_eog: <|im_end|> ends a turn, text and <|im_start|> do not', async (t) => {
+  const build = builds.filter(runnable).find((b) => !b.endsWith('_mt'));
+  if (!build) return t.skip('no single-threaded build in dist/');
+  const host = new Host(() => {});
+  await host.op_init(0, { distUrl: new URL('../dist/', import.meta.url).href, build });
+  await host.op_load(0, { source: smol });
+  const isEog = (id) => host.mod._krafla_token_is_eog(host.session, id);
+  const tok = JSON.parse(readFileSync(SMOL_TOKENIZER, 'utf8'));
+  const id = (content) => tok.added_tokens.find((a) => a.content === content).id;
+  assert.equal(isEog(id('<|im_end|>')), 1);
+  assert.equal(isEog(id('<|im_start|>')), 0);
+  for (const x of nativeEncode(smol, 'Hello world 日本', false)) assert.equal(isEog(x), 0);
+  assert.equal(isEog(-1), 0);
+  host.unload();
+});
