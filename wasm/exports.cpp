@@ -206,7 +206,7 @@ EMSCRIPTEN_KEEPALIVE char* krafla_chat_apply(const krafla_session* s, const char
   return out;
 }
 
-// Whether id ends a turn (EOS, end-of-turn tokens) and whether it is a special token.
+// Whether id ends a turn (EOS, end-of-turn tokens): 1 or 0.
 EMSCRIPTEN_KEEPALIVE int krafla_token_is_eog(const krafla_session* s, int id) {
   return ml_token_is_eog(ml_model_tokenizer(s->model), id);
 }

@@ -5,4 +5,7 @@ export async function misuse(k: Krafla) {
   await k.load(42); // error: not a model source
   k.generate('x', { maxTokens: '5' }); // error: maxTokens is a number
   const n: number = k.build.name; // error: name is a string
+  await k.applyChatTemplate('hi', { addGenerationPrompt: true }); // error: messages are an array of {role, content}
+  await k.tokenize('x', { addSpecial: 1 }); // error: addSpecial is a boolean
+  await k.applyChatTemplate([{ role: 'user', content: 'x' }], { addGenerationPrompt: 'no' }); // error: addGenerationPrompt is a boolean
 }

@@ -1,6 +1,7 @@
 // Compiled (not run) by types.test.mjs: the API as the README shows it must type-check against
 // src/index.d.ts, and misuse must not.
-import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type GenerateStats, type Progress } from '../src/index.js';
+import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type ModelInfo,
+  type Progress } from '../src/index.js';
 
 export async function usage(out: { textContent: string }): Promise<GenerateStats | null> {
   const k = await Krafla.create({ threads: false });
@@ -19,6 +20,18 @@ export async function usage(out: { textContent: string }): Promise<GenerateStats
   }
   const ids: number[] = await k.tokenize('x', { addBos: true });
   const text: string = await k.detokenize(ids);
+  // Hugging Face tokenizers and chat templates.
+  const m: ModelInfo = await k.load('https://example.org/smollm2.mlb');
+  const kind: 'hf' | 'llama2c' | 'none' = m.tokenizerKind;
+  const chat: boolean = m.hasChatTemplate;
+  const special: number[] = await k.tokenize('<|im_start|>user', { addSpecial: true });
+  const clean: string = await k.detokenize(new Int32Array(special), { skipSpecial: true });
+  const messages: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: clean }, { role: 'tool', content: '{}', name: 'f' }];
+  const opts: ChatTemplateOptions = { addGenerationPrompt: false, vars: { enable_thinking: false }, chatTemplate: null };
+  const prompt: string = await k.applyChatTemplate(messages, chat ? { addGenerationPrompt: true } : opts);
+  await k.applyChatTemplate([{ role: 'user', content: 'hi' }], { chatTemplate: '{{ messages[0].content }}', vars: null });
+  await k.complete(prompt, { temperature: 0, addBos: false, tokens: await k.tokenize(prompt), stop: '<|im_end|>' });
+  if (kind === 'none') return null;
   const { stats } = await k.complete(text, { temperature: 0 });
   const b = chooseBuild(['wasm_simd128', 'wasm_scalar'], detectFeatures());
   const h = parseHeader(new Uint8Array(256));
