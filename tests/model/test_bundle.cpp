@@ -66,10 +66,13 @@ TEST_CASE("bundle: the writer lays out the documented bytes and they parse back"
   CHECK(std::string(back.chat_template, back.chat_template_len) == tmpl);
 
   // Only tokenizer.json, in any order with others, empty files allowed.
-  REQUIRE(parse(section({entry("tokenizer.json", "")}), &back, &msg) == ML_OK);
+  // (The parsed files point into the section: it must outlive them.)
+  const std::string only = section({entry("tokenizer.json", "")});
+  REQUIRE(parse(only, &back, &msg) == ML_OK);
   CHECK(back.tokenizer_json_len == 0);
   CHECK(back.config_json == nullptr);
-  REQUIRE(parse(section({entry("chat_template.jinja", "t"), entry("tokenizer.json", "{}")}), &back, &msg) == ML_OK);
+  const std::string reordered = section({entry("chat_template.jinja", "t"), entry("tokenizer.json", "{}")});
+  REQUIRE(parse(reordered, &back, &msg) == ML_OK);
   CHECK(std::string(back.chat_template, 1) == "t");
 }
 
