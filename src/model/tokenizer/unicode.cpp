@@ -68,6 +68,10 @@ struct ucp {
   uint32_t cp;
   uint32_t src;  // offset of the first byte of the input character
   uint8_t ccc;
+  // Hugging Face's alignment change tag (unicode-normalization-alignments, which the Rust
+  // tokenizers' NormalizedString replays): 0 for the first code point of a character's
+  // decomposition, +1 for the others; a composition gives starter + mark - 1.
+  int32_t tag = 0;
 };
 
 // The normalizer's state for one call.
@@ -93,8 +97,9 @@ struct normalizer {
   bool push_decomposed(uint32_t cp, uint32_t src, uint8_t fl) {
     if (cp - kSBase < kSCount) {
       uint32_t s = cp - kSBase;
-      if (!seg.push({kLBase + s / kNCount, src, 0}) || !seg.push({kVBase + (s % kNCount) / kTCount, src, 0})) return false;
-      if (s % kTCount && !seg.push({kTBase + s % kTCount, src, 0})) return false;
+      if (!seg.push({kLBase + s / kNCount, src, 0, 0}) || !seg.push({kVBase + (s % kNCount) / kTCount, src, 0, 1}))
+        return false;
+      if (s % kTCount && !seg.push({kTBase + s % kTCount, src, 0, 1})) return false;
       return true;
     }
     long k = -1;
@@ -103,10 +108,10 @@ struct normalizer {
       ref = ml_decomp_compat_ref[k];
     else if ((fl & ML_UN_CANON) && (k = find_key(ml_decomp_canon_cp, ml_decomp_canon_n, cp)) >= 0)
       ref = ml_decomp_canon_ref[k];
-    if (k < 0) return seg.push({cp, src, (fl & ML_UN_NONSTARTER) ? ccc.get(cp) : (uint8_t)0});
+    if (k < 0) return seg.push({cp, src, (fl & ML_UN_NONSTARTER) ? ccc.get(cp) : (uint8_t)0, 0});
     for (uint32_t i = 0; i < (ref & 0xFF); ++i) {
       uint32_t d = ml_decomp_pool[(ref >> 8) + i];
-      if (!seg.push({d, src, ccc.get(d)})) return false;
+      if (!seg.push({d, src, ccc.get(d), i == 0 ? 0 : 1})) return false;
     }
     return true;
   }
@@ -153,6 +158,7 @@ struct normalizer {
         uint32_t comp = compose_pair(seg[(size_t)starter].cp, c.cp);
         if (comp) {
           seg[(size_t)starter].cp = comp;  // keeps the starter's source offset
+          seg[(size_t)starter].tag += c.tag - 1;
           continue;
         }
       }
@@ -167,12 +173,32 @@ struct normalizer {
     seg.resize(w);
   }
 
+  // The input characters of the pending segment, in order (before reordering moves them).
+  ml_vec<uint32_t> chars;
+  uint32_t last_src = 0;  // the last input character of the text flushed so far
+
   bool flush() {
     if (seg.empty()) return true;
+    chars.clear();
+    for (const ucp& c : seg)
+      if ((chars.empty() || chars.back() != c.src) && !chars.push(c.src)) return false;
     if (!reorder()) return false;
     if (compose) recompose();
-    for (const ucp& c : seg)
-      if (!emit(c.cp, c.src)) return false;
+    // Alignment as Hugging Face computes it: the change tags replayed in output order against the
+    // input characters in input order, so a character that canonical ordering moved points at the
+    // input position it now occupies, and an inserted one (tag > 0) at the character before.
+    size_t cur = 0;
+    for (const ucp& c : seg) {
+      uint32_t src;
+      if (c.tag > 0) {
+        src = cur > 0 ? chars[cur - 1] : last_src;
+      } else {
+        src = chars[cur < chars.size() ? cur : chars.size() - 1];
+        cur += (size_t)(1 - c.tag);
+      }
+      if (!emit(c.cp, src)) return false;
+    }
+    last_src = chars.back();
     seg.clear();
     return true;
   }
@@ -324,6 +350,7 @@ ml_status ml_unicode_normalize(ml_unorm form, const char* s, size_t n, ml_vec<ch
       if (align)
         for (size_t k = i; k < j; ++k)
           if (!align->push((uint32_t)k)) return nomem(err);
+      nz.last_src = (uint32_t)(j - 1);
       i = j;
       continue;
     }
@@ -335,6 +362,7 @@ ml_status ml_unicode_normalize(ml_unorm form, const char* s, size_t n, ml_vec<ch
       uint32_t next = i < n ? ml_utf8_next(s, n, &k) : 0;
       if ((cp - kSBase) % kTCount != 0 || next - kTBase - 1 >= kTCount - 1) {
         if (!nz.flush() || !nz.emit(cp, (uint32_t)at)) return nomem(err);
+        nz.last_src = (uint32_t)at;
         continue;
       }
     }
@@ -342,12 +370,13 @@ ml_status ml_unicode_normalize(ml_unorm form, const char* s, size_t n, ml_vec<ch
     if ((fl & active) == 0) {
       // Inert: no decomposition, a starter that composes with nothing: copied as is.
       if (!nz.flush() || !nz.emit(cp, (uint32_t)at)) return nomem(err);
+      nz.last_src = (uint32_t)at;
       continue;
     }
     if (!(fl & decomp_mask)) {
       // A boundary before a starter, unless composition may join it to what precedes.
       if (!(fl & ML_UN_NONSTARTER) && !(nz.compose && (fl & ML_UN_SECOND)) && !nz.flush()) return nomem(err);
-      if (!nz.seg.push({cp, (uint32_t)at, (fl & ML_UN_NONSTARTER) ? nz.ccc.get(cp) : (uint8_t)0})) return nomem(err);
+      if (!nz.seg.push({cp, (uint32_t)at, (fl & ML_UN_NONSTARTER) ? nz.ccc.get(cp) : (uint8_t)0, 0})) return nomem(err);
       continue;
     }
     // A decomposing character: flush first when its decomposition starts with a starter that

@@ -8,9 +8,12 @@
 //   first byte of the offending sequence. ml_utf8_next requires input that passed the check.
 // - The normalizing functions take valid UTF-8 (ML_E_FORMAT naming the offset otherwise), clear
 //   out and align first (on failure they hold an unspecified prefix), and fill align (may be
-//   null) with one entry per output byte: the offset in s of the first byte of the input
-//   character that byte came from (a composed character: its starter's; reordered marks keep
-//   their own). Texts are limited to 4 GiB (offsets are 32-bit).
+//   null) with one entry per output byte: the offset in s of the first byte of an input
+//   character, as Hugging Face's tokenizers align normalized text (NormalizedString replaying
+//   unicode-normalization-alignments' change tags): output characters take the input characters
+//   in order, a composite consumes the characters it absorbed, a code point a decomposition added
+//   points at the character before, and a mark that canonical ordering moved points at the input
+//   position it now occupies. Texts are limited to 4 GiB (offsets are 32-bit).
 // - Pure ASCII input takes a fast path (NFC/NFD/NFKC/NFKD of ASCII are the identity).
 // - Nothing aborts, throws or exits; allocation failure is ML_E_NOMEM.
 #pragma once
@@ -33,7 +36,7 @@ ml_ucat ml_unicode_category(uint32_t cp);
 bool ml_unicode_is_white_space(uint32_t cp);   // the White_Space property (regex \s)
 
 // Normalization (UAX #15), with alignment: for each output byte, align[i] = the offset in s of the
-// first byte of the input character it came from (align may be null).
+// first byte of its input character as Hugging Face aligns it (above; align may be null).
 enum ml_unorm : uint8_t { ML_NFC, ML_NFD, ML_NFKC, ML_NFKD };
 ml_status ml_unicode_normalize(ml_unorm form, const char* s, size_t n, ml_vec<char>* out, ml_vec<uint32_t>* align, ml_error* err);
 ml_status ml_unicode_lowercase(const char* s, size_t n, ml_vec<char>* out, ml_vec<uint32_t>* align, ml_error* err); // simple lowercase mapping (UnicodeData field 13)
