@@ -76,6 +76,17 @@ ml_status hf_added_load(ml_hf_tok* t, const ml_json* arr, ml_error* err) {
   if (arr->n > HF_MAX_ADDED) return ml_fail(err, ML_E_FORMAT, "tokenizer.json: added_tokens: more than %u entries", HF_MAX_ADDED);
   t->added = ml_bump_array<hf_added>(&t->mem, arr->n ? arr->n : 1);
   if (!t->added) return hf_nomem(err, "added_tokens");
+  // The id tables grow once, to the largest id the entries name (growing them entry by entry
+  // would copy them each time: Llama 3's 256 special tokens after 128,000 tokens held 600 MB).
+  uint32_t top = 0;
+  for (size_t i = 0; i < arr->n; i++) {
+    const ml_json* id = ml_json_get(arr->items[i], "id");
+    const ml_json* content = ml_json_get(arr->items[i], "content");
+    if (ml_json_is(id, ML_JSON_NUMBER) && id->is_int && id->i64 >= 0 && id->i64 < HF_MAX_VOCAB &&
+        ml_json_is(content, ML_JSON_STRING) && content->len > 0 && (uint32_t)id->i64 + 1 > top)
+      top = (uint32_t)id->i64 + 1;
+  }
+  ML_TRY(grow_ids(t, top, err));
   // The Rust rule (AddedVocabulary::add_tokens): a content already known keeps its id, else the id
   // after the largest added id (or the model's vocabulary size). The file's ids must agree.
   int64_t max_added = -1;
