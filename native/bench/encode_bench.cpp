@@ -16,17 +16,6 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-bool slurp(const std::string& path, std::string* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
-  const bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
-}
-
 }  // namespace
 
 int bench_encode(const char* prog, const std::string& tokenizer, const std::vector<std::string>& texts, int runs) {
@@ -37,7 +26,7 @@ int bench_encode(const char* prog, const std::string& tokenizer, const std::vect
   int rc = ml::cli::EXIT_OK;
   for (const std::string& path : texts) {
     std::string text;
-    if (!slurp(path, &text)) {
+    if (!ml::cli::read_file(path, &text)) {
       rc = ml::cli::usage_error(prog, "--encode: cannot read " + path);
       break;
     }

@@ -119,6 +119,17 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* 
   return true;
 }
 
+bool read_file(const std::string& path, std::string* out) {
+  FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+  const bool ok = !std::ferror(f);
+  if (f != stdin) std::fclose(f);
+  return ok;
+}
+
 std::string json_string(const char* s, size_t n) {
   std::string out = "\"";
   for (size_t i = 0; i < n; ++i) {

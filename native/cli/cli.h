@@ -38,6 +38,9 @@ CLI::Option* allow_empty(CLI::Option* opt);
 // be a whole int32. On failure returns false and sets *bad to the offending item.
 bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* bad);
 
+// Appends the whole of path ("-": stdin) to *out; false when it cannot be opened or read.
+bool read_file(const std::string& path, std::string* out);
+
 // s[0, n) as a JSON string literal: quotes, backslashes and control characters escaped, other
 // bytes as they are.
 std::string json_string(const char* s, size_t n);

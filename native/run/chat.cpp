@@ -30,17 +30,6 @@ std::string messages_json(const std::vector<turn>& conv) {
   return j + "]";
 }
 
-bool read_file(const std::string& path, std::string* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
-  const bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
-}
-
 // Collects the reply's text while printing it.
 int on_reply(void* user, int32_t id, const char* piece, size_t len, int generated) {
   if (generated) static_cast<std::string*>(user)->append(piece, len);
@@ -140,7 +129,7 @@ int run_chat(engine& e, options& o) {
   const ml_tokenizer* tok = ml_model_tokenizer(e.model);
   if (!tok) return ml::cli::usage_error(PROG, "--chat/-i: the model has no tokenizer");
   chat_state c{&e, &o, {}, {}};
-  if (!o.chat_template.empty() && !read_file(o.chat_template, &c.tmpl))
+  if (!o.chat_template.empty() && !ml::cli::read_file(o.chat_template, &c.tmpl))
     return ml::cli::usage_error(PROG, "--chat-template: cannot read " + o.chat_template);
   if (c.tmpl.empty() && !ml_tokenizer_has_chat_template(tok))
     return ml::cli::usage_error(PROG, "--chat/-i: the model's tokenizer has no chat template; give one with --chat-template FILE");

@@ -45,24 +45,6 @@ struct options {
   uint32_t vocab = 0;
 };
 
-bool read_stream(FILE* f, std::string* out) {
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
-  return !std::ferror(f);
-}
-
-// A file's bytes ("-" is stdin); false with *why set on failure.
-bool read_file(const std::string& path, std::string* out, std::string* why) {
-  if (path == "-") return read_stream(stdin, out) || (*why = "reading stdin failed", false);
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return *why = path + ": " + std::strerror(errno), false;
-  const bool ok = read_stream(f, out);
-  std::fclose(f);
-  if (!ok) *why = path + ": read failed";
-  return ok;
-}
-
 void print_ids(const int32_t* ids, size_t n) {
   std::string line;
   for (size_t i = 0; i < n; i++) {
@@ -191,10 +173,12 @@ int batch(const ml_tokenizer* tok) {
 }
 
 int chat(const ml_tokenizer* tok, const options& o) {
-  std::string messages, tmpl, why;
-  if (!read_file(o.text.empty() ? "-" : o.text, &messages, &why)) return ml::cli::usage_error(PROG, "chat: " + why);
-  if (!o.chat_template.empty() && !read_file(o.chat_template, &tmpl, &why))
-    return ml::cli::usage_error(PROG, "--chat-template: " + why);
+  std::string messages, tmpl;
+  const std::string from = o.text.empty() ? "-" : o.text;
+  if (!ml::cli::read_file(from, &messages))
+    return ml::cli::usage_error(PROG, "chat: cannot read " + (from == "-" ? std::string("stdin") : from));
+  if (!o.chat_template.empty() && !ml::cli::read_file(o.chat_template, &tmpl))
+    return ml::cli::usage_error(PROG, "--chat-template: cannot read " + o.chat_template);
   ml_chat_params p{};
   p.messages = messages.data();
   p.messages_len = messages.size();
@@ -247,7 +231,7 @@ int ml_main(int argc, char** argv) {
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if ((o.command == "encode" || o.command == "decode") && (text_opt->count() == 0 || o.text == "-")) {
     o.text.clear();
-    if (!read_stream(stdin, &o.text)) {
+    if (!ml::cli::read_file("-", &o.text)) {
       std::fprintf(stderr, "%s: reading stdin failed\n", PROG);
       return ml::cli::EXIT_FAILURE_;
     }
