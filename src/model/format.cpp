@@ -62,6 +62,12 @@ void decode_header(const uint8_t* p, ml_mlb_header* h) {
   h->tokenizer_offset = rd64(p + 160);
   h->tokenizer_size = rd64(p + 168);
   h->file_size = rd64(p + 176);
+  if (h->version >= 2) {
+    h->rope_local_theta = rdf32(p + 184);
+    h->n_rot = rd32(p + 188);
+    h->attn_scale = rdf32(p + 192);
+    h->logit_softcap = rdf32(p + 196);
+  }
 }
 
 const char* dtype_name(uint32_t t) {
@@ -78,8 +84,9 @@ const char* dtype_name(uint32_t t) {
 
 // Hyperparameters the format defines, independent of which tensors exist (model/limits.h bounds).
 ml_status ml_mlb_check_header(const ml_mlb_header* h, ml_error* err) {
-  if (h->version != ML_MLB_VERSION)
-    return ml_fail(err, ML_E_FORMAT, "header: version %u is not supported (expected %u)", h->version, ML_MLB_VERSION);
+  if (h->version < ML_MLB_VERSION_MIN || h->version > ML_MLB_VERSION)
+    return ml_fail(err, ML_E_FORMAT, "header: version %u is not supported (expected %u..%u)", h->version,
+                   ML_MLB_VERSION_MIN, ML_MLB_VERSION);
   if (h->header_size != ML_MLB_HEADER_SIZE)
     return ml_fail(err, ML_E_FORMAT, "header: header_size %u (expected %u)", h->header_size, ML_MLB_HEADER_SIZE);
   if (h->arch > ML_ARCH_QWEN35) return ml_fail(err, ML_E_FORMAT, "header: unknown arch %u", h->arch);
@@ -120,6 +127,15 @@ ml_status ml_mlb_check_header(const ml_mlb_header* h, ml_error* err) {
   if (h->activation > ML_ACT_GELU_TANH) return ml_fail(err, ML_E_FORMAT, "header: unknown activation %u", h->activation);
   if (!(h->embed_scale > 0.0f && h->embed_scale < 1e6f))
     return ml_fail(err, ML_E_FORMAT, "header: embed_scale %g is not positive and finite", (double)h->embed_scale);
+  if (h->flags & ~ML_FLAGS_KNOWN) return ml_fail(err, ML_E_FORMAT, "header: unknown flags 0x%x", h->flags & ~ML_FLAGS_KNOWN);
+  if (!(h->rope_local_theta >= 0.0f && h->rope_local_theta < 1e12f))
+    return ml_fail(err, ML_E_FORMAT, "header: rope_local_theta %g is not 0 or positive and finite", (double)h->rope_local_theta);
+  if (h->n_rot % 2 != 0 || h->n_rot > h->head_dim)
+    return ml_fail(err, ML_E_SHAPE, "header: n_rot %u must be even and at most head_dim %u", h->n_rot, h->head_dim);
+  if (!(h->attn_scale >= 0.0f && h->attn_scale < 1e6f))
+    return ml_fail(err, ML_E_FORMAT, "header: attn_scale %g is not 0 or positive and finite", (double)h->attn_scale);
+  if (!(h->logit_softcap >= 0.0f && h->logit_softcap < 1e6f))
+    return ml_fail(err, ML_E_FORMAT, "header: logit_softcap %g is not 0 or positive and finite", (double)h->logit_softcap);
   if (h->bos_id >= h->vocab_size || h->eos_id >= h->vocab_size)
     return ml_fail(err, ML_E_FORMAT, "header: bos_id %u or eos_id %u is outside the vocabulary of %u", h->bos_id,
                    h->eos_id, h->vocab_size);
@@ -340,10 +356,11 @@ ml_status ml_mlb_parse(ml_mlb* m, const uint8_t* data, size_t size, ml_error* er
   ml_mlb_header h;
   decode_header(data, &h);
   ML_TRY(ml_mlb_check_header(&h, err));
-  for (uint32_t i = ML_MLB_RESERVED_OFFSET; i < ML_MLB_HEADER_SIZE; ++i)
+  const uint32_t reserved = h.version == 1 ? ML_MLB_RESERVED_OFFSET_V1 : ML_MLB_RESERVED_OFFSET;
+  for (uint32_t i = reserved; i < ML_MLB_HEADER_SIZE; ++i)
     if (data[i] != 0)
-      return ml_fail(err, ML_E_FORMAT, "header: reserved byte %u is 0x%02x (bytes %u..%u must be zero)", i, data[i],
-                     ML_MLB_RESERVED_OFFSET, ML_MLB_HEADER_SIZE - 1);
+      return ml_fail(err, ML_E_FORMAT, "header: reserved byte %u is 0x%02x (version %u: bytes %u..%u must be zero)", i,
+                     data[i], h.version, reserved, ML_MLB_HEADER_SIZE - 1);
   if (h.file_size != size)
     return ml_fail(err, ML_E_FORMAT, "header: file_size %llu but the file has %zu bytes (truncated or padded)",
                    (unsigned long long)h.file_size, size);

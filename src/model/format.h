@@ -10,12 +10,14 @@
 #include "core/status.h"
 
 inline constexpr char ML_MLB_MAGIC[8] = {'K', 'R', 'A', 'F', 'L', 'M', 'L', 'B'};
-inline constexpr uint32_t ML_MLB_VERSION = 1;
+inline constexpr uint32_t ML_MLB_VERSION = 2;      // written; version 1 files still load
+inline constexpr uint32_t ML_MLB_VERSION_MIN = 1;
 inline constexpr uint32_t ML_MLB_HEADER_SIZE = 256;
 inline constexpr uint32_t ML_MLB_DIR_ENTRY_SIZE = 96;
 inline constexpr uint32_t ML_MLB_NAME_MAX = 48;  // including the terminating NUL
 inline constexpr uint64_t ML_MLB_ALIGN = 64;
-inline constexpr uint32_t ML_MLB_RESERVED_OFFSET = 184;  // header bytes 184..255 are zero
+inline constexpr uint32_t ML_MLB_RESERVED_OFFSET_V1 = 184;  // version 1: header bytes 184..255 are zero
+inline constexpr uint32_t ML_MLB_RESERVED_OFFSET = 200;     // version 2: header bytes 200..255 are zero
 inline constexpr size_t ML_MLB_NAME_ESC = 4 * ML_MLB_NAME_MAX;  // an escaped name, NUL included
 
 enum ml_arch : uint32_t { ML_ARCH_LLAMA = 0, ML_ARCH_QWEN2 = 1, ML_ARCH_QWEN3 = 2, ML_ARCH_GEMMA3 = 3, ML_ARCH_QWEN35 = 4 };
@@ -29,7 +31,9 @@ enum ml_mlb_flags : uint32_t {
   ML_FLAG_QK_NORM = 1u << 1,
   ML_FLAG_POST_NORMS = 1u << 2,
   ML_FLAG_TIED_CLASSIFIER = 1u << 3,
+  ML_FLAG_ATTN_GATE = 1u << 4,  // attention output times sigmoid(attn_gate . h) (Qwen3.5's full-attention layers)
 };
+inline constexpr uint32_t ML_FLAGS_KNOWN = 0x1f;
 
 // The header, field for field (docs/format.md, "Header").
 struct ml_mlb_header {
@@ -51,6 +55,11 @@ struct ml_mlb_header {
   uint32_t bos_id = 1, eos_id = 2;
   uint32_t hidden_dim_orig = 0;
   uint32_t n_tensors = 0;
+  // Version 2 (zero in version 1 files, where each means its default):
+  float rope_local_theta = 0.0f;  // RoPE base of sliding-window layers; 0: rope_theta (Gemma 3: 10000)
+  uint32_t n_rot = 0;             // rotated dimensions per head, even, <= head_dim; 0: head_dim (Qwen3.5: 64)
+  float attn_scale = 0.0f;        // attention score scale; 0: 1/sqrt(head_dim) (Gemma 3: query_pre_attn_scalar^-0.5)
+  float logit_softcap = 0.0f;     // 0: none; c > 0: logits = c * tanh(logits / c) (Gemma 2/3 where configured)
   uint64_t dir_offset = 0, tokenizer_offset = 0, tokenizer_size = 0, file_size = 0;
 };
 

@@ -66,7 +66,13 @@ void ml_mlb_encode_header(const ml_mlb_header* h, uint8_t out[ML_MLB_HEADER_SIZE
   put_u64(out + 160, h->tokenizer_offset);
   put_u64(out + 168, h->tokenizer_size);
   put_u64(out + 176, h->file_size);
-  // 184..255: reserved, zero (memset above).
+  if (h->version >= 2) {
+    put_f32(out + 184, h->rope_local_theta);
+    put_u32(out + 188, h->n_rot);
+    put_f32(out + 192, h->attn_scale);
+    put_f32(out + 196, h->logit_softcap);
+  }
+  // The rest is reserved, zero (memset above).
 }
 
 void ml_mlb_encode_tensor(const ml_mlb_tensor* t, uint8_t out[ML_MLB_DIR_ENTRY_SIZE]) {

@@ -104,6 +104,10 @@ ml_mlb_header distinct_header(uint32_t scale_type) {
   h.bos_id = 19;
   h.eos_id = 23;
   h.hidden_dim_orig = 90;
+  h.rope_local_theta = 10000.0f;
+  h.n_rot = 8;
+  h.attn_scale = 0.0625f;
+  h.logit_softcap = 30.0f;
   h.n_tensors = 999;                  // computed by the writer
   h.dir_offset = 12345;               // computed
   h.tokenizer_offset = h.file_size = 1;  // computed
@@ -148,7 +152,7 @@ TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs
   const struct {
     size_t off;
     uint32_t v;
-  } u32s[] = {{8, 1},    {12, 256},  {16, 0},   {20, 64},  {24, 96},  {28, 3},   {32, 4},   {36, 2},
+  } u32s[] = {{8, 2},    {12, 256},  {16, 0},   {20, 64},  {24, 96},  {28, 3},   {32, 4},   {36, 2},
               {40, 16},  {44, 35},   {48, 77},  {52, 3},   {56, st},  {68, 1},   {72, 2},   {88, 8192},
               {92, 8},   {96, 1},    {104, 512}, {108, 6}, {112, 4},  {116, 5},  {120, 7},  {124, 11},
               {128, 13}, {132, 17},  {136, 19}, {140, 23}, {144, 90}, {148, 5}};
@@ -163,7 +167,11 @@ TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs
   CHECK(rdf(b, 84) == 4.5f);
   CHECK(rdf(b, 100) == 2.5f);
   CHECK(rd64(b, 152) == 256);  // dir_offset
-  for (size_t i = 184; i < 256; ++i) CHECK(b[i] == 0);
+  CHECK(rdf(b, 184) == 10000.0f);
+  CHECK(rd32(b, 188) == 8);
+  CHECK(rdf(b, 192) == 0.0625f);
+  CHECK(rdf(b, 196) == 30.0f);
+  for (size_t i = 200; i < 256; ++i) CHECK(b[i] == 0);
 
   // Directory and arrays.
   uint64_t end = 256 + 5 * 96;  // nothing may start before the end of the directory

@@ -74,8 +74,11 @@ TEST_CASE("load: bad magic and version", "[load]") {
   b[0] = 'X';
   expect_fail(b, ML_E_FORMAT, "magic");
   b = valid();
-  put32(b, 8, 2);
-  expect_fail(b, ML_E_FORMAT, "version 2");
+  put32(b, 8, 3);
+  expect_fail(b, ML_E_FORMAT, "version 3");
+  b = valid();
+  put32(b, 8, 0);
+  expect_fail(b, ML_E_FORMAT, "version 0");
 }
 
 TEST_CASE("load: dim that is not a multiple of 32", "[load]") {

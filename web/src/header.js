@@ -35,7 +35,7 @@ export function parseHeader(bytes, name = 'the model') {
       kind: 'mlb', version: f(8), dim: f(20), hiddenDim: f(24), nLayers: f(28), nHeads: f(32), nKvHeads: f(36),
       headDim: f(40), vocabSize: f(44), maxSeq: f(48), wtype: f(52), fileSize: u64(dv, 176),
     };
-    if (h.version !== 1) throw new Error(`${name}: .mlb version ${h.version} is not supported (this package reads version 1)`);
+    if (h.version !== 1 && h.version !== 2) throw new Error(`${name}: .mlb version ${h.version} is not supported (this package reads versions 1 and 2)`);
     return h;
   }
   if (b.length < 28) throw new Error(`${name}: ${b.length} bytes: not a krafla .mlb model nor a llama2.c checkpoint`);
