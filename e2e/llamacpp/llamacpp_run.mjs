@@ -8,7 +8,7 @@
 // `ml_run --tokens PROMPT+GENERATED[:-1] --dump-logits`. Every generated token is also checked to
 // be the argmax of its logits row (the lowest id on a tie) when --logits is on.
 //
-//   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [-n 32] [-t 1] [--logits] [--ctx N]
+//   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [-n 32] [-t 1] [--logits] [--ctx N] [--kv f16|f32]
 //   node llamacpp_run.mjs MODEL.gguf --bench --prefill 64 --decode 128 [-t 1]   (timings, see below)
 //
 // --bench: evaluates `prefill` token ids (a fixed pseudo-random sequence) in one batch, then decodes
@@ -27,13 +27,13 @@ process.env.NODE_LLAMA_CPP_SKIP_DOWNLOAD = 'true';
 const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
 
 function usage(msg) {
-  process.stderr.write(`llamacpp_run: ${msg}\nusage: llamacpp_run.mjs MODEL.gguf --tokens "ID ..." [-n N] [-t T] [--logits] [--ctx N]\n` +
+  process.stderr.write(`llamacpp_run: ${msg}\nusage: llamacpp_run.mjs MODEL.gguf --tokens "ID ..." [-n N] [-t T] [--logits] [--ctx N] [--kv f16|f32]\n` +
                        `       llamacpp_run.mjs MODEL.gguf --bench [--prefill 64] [--decode 128] [-t T]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128 };
+  const o = { model: null, tokens: null, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16' };
   const int = (v, name) => {
     if (v === undefined || !/^\d+$/.test(v)) usage(`${name}: '${v}' is not a non-negative integer`);
     return Number(v);
@@ -48,6 +48,10 @@ function parseArgs(argv) {
     else if (a === '-t' || a === '--threads') o.threads = int(argv[++i], '-t');
     else if (a === '--ctx') o.ctx = int(argv[++i], '--ctx');
     else if (a === '--logits') o.logits = true;
+    else if (a === '--kv') {
+      o.kv = argv[++i];
+      if (o.kv !== 'f16' && o.kv !== 'f32') usage(`--kv: '${o.kv}' is not f16 or f32`);
+    }
     else if (a === '--bench') o.bench = true;
     else if (a === '--prefill') o.prefill = int(argv[++i], '--prefill');
     else if (a === '--decode') o.decode = int(argv[++i], '--decode');
@@ -87,6 +91,7 @@ async function main() {
   const context = await model.createContext({
     contextSize, batchSize: Math.max(o.bench ? o.prefill : o.tokens.length, 1), sequences: 1,
     threads: { ideal: o.threads, min: o.threads }, flashAttention: false,
+    experimentalKvCacheKeyType: o.kv.toUpperCase(), experimentalKvCacheValueType: o.kv.toUpperCase(),
   });
   const seq = context.getSequence();
   const gen = (logits) => ({ generateNext: { token: true, logits, options: { temperature: 0 } } });

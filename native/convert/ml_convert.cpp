@@ -4,6 +4,7 @@
 //   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
+//                     [--gguf OUT.gguf]   (the same model as GGUF for llama.cpp; src/convert/gguf_write.h)
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
@@ -27,7 +28,7 @@ int ml_main(int argc, char** argv) {
 
   ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
   ml_convert_random_params ro = ml_convert_random_defaults();
-  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl;  // the options' const char* point into these
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_gguf;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
@@ -66,6 +67,9 @@ int ml_main(int argc, char** argv) {
                  "folder or tokenizer.json (at most --vocab tokens)");
   rn->add_option("--chat-template", r_tmpl, "a Jinja chat template file replacing the Hugging Face tokenizer's");
   rn->add_option("-o,--output", r_out, "the .mlb file to write")->required();
+  rn->add_option("--gguf", r_gguf,
+                 "also write the model as this GGUF file for llama.cpp (needs --scales f16; Llama: --rope-type "
+                 "interleaved)");
 
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
@@ -87,6 +91,7 @@ int ml_main(int argc, char** argv) {
     ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
     ro.chat_template = r_tmpl.empty() ? nullptr : r_tmpl.c_str();
     ro.out = r_out.c_str();
+    ro.gguf = r_gguf.empty() ? nullptr : r_gguf.c_str();
     s = ml_convert_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);

@@ -41,6 +41,7 @@ struct cv_random_opts {
   const char* tokenizer = nullptr;  // null or "": the file has none; else as cv_llama2c_opts
   const char* chat_template = nullptr;
   const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
+  const char* gguf = nullptr;       // null or "": none; else the same model as GGUF too (gguf_write.h)
 };
 
 // The defaults above, for callers without C++ member initializers (a C API).

@@ -54,6 +54,7 @@ ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err) {
   o.tokenizer = p->tokenizer;
   o.chat_template = p->chat_template;
   o.out = p->out;
+  o.gguf = p->gguf;
   return cv_random(&o, err);
 }
 

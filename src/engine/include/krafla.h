@@ -318,6 +318,8 @@ typedef struct ml_convert_random_params {
   const char* tokenizer; /* a tokenizer to embed (as in ml_convert_llama2c_params), or NULL */
   const char* chat_template;
   const char* out;
+  const char* gguf;      /* NULL, or also write the model as GGUF v3 for llama.cpp (needs scales_f16 and
+                          * GGUF's RoPE layout of the architecture: interleaved for Llama) */
 } ml_convert_random_params;
 
 /* The defaults (Q8, f32 scales, seed 1, theta 10000, interleaved, untied). */
