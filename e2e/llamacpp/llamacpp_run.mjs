@@ -9,10 +9,13 @@
 // be the argmax of its logits row (the lowest id on a tie) when --logits is on.
 //
 //   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [-n 32] [-t 1] [--logits] [--ctx N] [--kv f16|f32]
-//   node llamacpp_run.mjs MODEL.gguf --bench --prefill 64 --decode 128 [-t 1]   (timings, see below)
+//   node llamacpp_run.mjs MODEL.gguf --bench [--prefill 64] [--decode 128] [-t 1] [--runs 3]
 //
-// --bench: evaluates `prefill` token ids (a fixed pseudo-random sequence) in one batch, then decodes
-// `decode` tokens greedily; prints {prefill_tok_s, decode_tok_s} measured around the calls from JS.
+// --bench: `runs` times (the sequence cleared in between), evaluates `prefill` token ids (a fixed
+// pseudo-random sequence) in one batch, then decodes `decode` tokens greedily. Prints
+// {prefill_tok_s, decode_tok_s}: the best run, timed around the calls from JS (what a node user
+// gets), and llama_{prefill,decode}_tok_s: the best run by llama.cpp's own perf counters
+// (llama_perf_context, read and reset after each run), which leave out the binding's per-call cost.
 //
 // API used: getLlama({gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true}),
 // llama.loadModel({modelPath, gpuLayers: 0, useMmap: true}), model.createContext({contextSize,
@@ -33,7 +36,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16' };
+  const o = { model: null, tokens: null, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
   const int = (v, name) => {
     if (v === undefined || !/^\d+$/.test(v)) usage(`${name}: '${v}' is not a non-negative integer`);
     return Number(v);
@@ -55,6 +58,7 @@ function parseArgs(argv) {
     else if (a === '--bench') o.bench = true;
     else if (a === '--prefill') o.prefill = int(argv[++i], '--prefill');
     else if (a === '--decode') o.decode = int(argv[++i], '--decode');
+    else if (a === '--runs') o.runs = Math.max(int(argv[++i], '--runs'), 1);
     else if (a.startsWith('-')) usage(`unknown option ${a}`);
     else if (o.model === null) o.model = a;
     else usage(`unexpected argument ${a}`);
@@ -81,9 +85,14 @@ function argmax(row) {
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
+  const logLines = [];
   const llama = await getLlama({
     gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
-    logLevel: LlamaLogLevel.error, maxThreads: Math.max(o.threads, 1),
+    logLevel: o.bench ? LlamaLogLevel.info : LlamaLogLevel.error, maxThreads: Math.max(o.threads, 1),
+    logger: (level, message) => {
+      if (o.bench) logLines.push(message);
+      else if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) process.stderr.write(message);
+    },
   });
   const model = await llama.loadModel({ modelPath: path.resolve(o.model), gpuLayers: 0, useMmap: true });
   const need = o.bench ? o.prefill + o.decode + 1 : o.tokens.length + o.n + 1;
@@ -92,6 +101,7 @@ async function main() {
     contextSize, batchSize: Math.max(o.bench ? o.prefill : o.tokens.length, 1), sequences: 1,
     threads: { ideal: o.threads, min: o.threads }, flashAttention: false,
     experimentalKvCacheKeyType: o.kv.toUpperCase(), experimentalKvCacheValueType: o.kv.toUpperCase(),
+    performanceTracking: o.bench,
   });
   const seq = context.getSequence();
   const gen = (logits) => ({ generateNext: { token: true, logits, options: { temperature: 0 } } });
@@ -101,19 +111,39 @@ async function main() {
     const vocabN = Math.max(model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0, 4);
     const prompt = Array.from({ length: o.prefill }, (_, i) => 3 + ((i * 7919) % (vocabN - 3)));
     const items = prompt.map((id, i) => (i === prompt.length - 1 ? [id, gen(false)] : id));
-    const t0 = process.hrtime.bigint();
-    const first = await seq.controlledEvaluate(items);
-    const t1 = process.hrtime.bigint();
-    let next = first[prompt.length - 1].next.token;
-    for (let i = 0; i < o.decode; ++i) {
-      const r = await seq.controlledEvaluate([[next, gen(false)]]);
-      next = r[0].next.token;
-    }
-    const t2 = process.hrtime.bigint();
     const s = (a, b) => Number(b - a) / 1e9;
+    // llama.cpp's own counters: "prompt eval time = X ms / N tokens", "eval time = Y ms / M runs";
+    // printTimings prints and resets them (llama_perf_context_print + _reset).
+    const perf = (text, re) => {
+      const m = text.match(re);
+      return m ? Number(m[2]) / (Number(m[1]) / 1000) : 0;
+    };
+    let bestPrefill = Infinity, bestDecode = Infinity, ownPrefill = 0, ownDecode = 0;
+    for (let run = 0; run < o.runs; ++run) {
+      await seq.clearHistory();
+      await context.printTimings();
+      logLines.length = 0;
+      const t0 = process.hrtime.bigint();
+      const first = await seq.controlledEvaluate(items);
+      const t1 = process.hrtime.bigint();
+      let next = first[prompt.length - 1].next.token;
+      for (let i = 0; i < o.decode; ++i) {
+        const r = await seq.controlledEvaluate([[next, gen(false)]]);
+        next = r[0].next.token;
+      }
+      const t2 = process.hrtime.bigint();
+      bestPrefill = Math.min(bestPrefill, s(t0, t1));
+      bestDecode = Math.min(bestDecode, s(t1, t2));
+      logLines.length = 0;
+      await context.printTimings();
+      const text = logLines.join('');
+      ownPrefill = Math.max(ownPrefill, perf(text, /prompt eval time =\s*([\d.]+) ms \/\s*(\d+) tokens/));
+      ownDecode = Math.max(ownDecode, perf(text, /\beval time =\s*([\d.]+) ms \/\s*(\d+) runs/));
+    }
     process.stdout.write(JSON.stringify({
-      prefill_tok_s: o.prefill / s(t0, t1), decode_tok_s: o.decode / s(t1, t2),
-      prefill_s: s(t0, t1), decode_s: s(t1, t2), threads: o.threads,
+      prefill_tok_s: o.prefill / bestPrefill, decode_tok_s: o.decode / bestDecode,
+      llama_prefill_tok_s: ownPrefill || null, llama_decode_tok_s: ownDecode || null,
+      threads: o.threads, runs: o.runs,
     }) + '\n');
   } else {
     const rows = [];

@@ -7,8 +7,9 @@
 //     (llama for ML_ARCH_LLAMA, qwen2, qwen3, gemma3), the hyperparameters under "<arch>.",
 //   - a "llama" (SentencePiece) vocabulary of exactly vocab_size tokens: the model's llama2.c
 //     tokenizer.bin when it has one (spaces back to U+2581, "<0xHH>" pieces as byte tokens, <unk>,
-//     <s>, </s> as unknown/control), else placeholder pieces "<tok_N>". A Hugging Face tokenizer is
-//     not carried: its model gets the placeholder vocabulary too (the comparison feeds token ids).
+//     <s>, </s> as unknown/control), else a placeholder laid out like Llama 2's (<unk> <s> </s>, the
+//     256 byte tokens, then "<tok_N>"; needs vocab_size >= 259). A Hugging Face tokenizer is not
+//     carried: its model gets the placeholder vocabulary too (the comparison feeds token ids).
 //     Pieces that repeat an earlier one get "[DUP_N]" (llama.cpp asserts its pieces are unique),
 //   - every tensor under llama.cpp's name (tok_embd -> token_embd.weight, X -> X.weight, a
 //     ".bias" kept), dims ne[0] = cols, ne[1] = rows (1 x n -> one dim), Q8 -> Q8_0 and Q4 ->

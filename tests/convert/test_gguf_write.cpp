@@ -214,7 +214,9 @@ TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.
     CHECK(g.kv.at("tokenizer.ggml.model").str == "llama");
     CHECK(g.kv.at("tokenizer.ggml.tokens").strs.size() == 512);
     CHECK(g.kv.at("tokenizer.ggml.tokens").strs[1] == "<s>");
-    CHECK(g.kv.at("tokenizer.ggml.tokens").strs[100] == "<tok_100>");
+    CHECK(g.kv.at("tokenizer.ggml.tokens").strs[13] == "<0x0A>");
+    CHECK(g.kv.at("tokenizer.ggml.token_type").nums[13] == 6);
+    CHECK(g.kv.at("tokenizer.ggml.tokens").strs[300] == "<tok_300>");
     CHECK(g.kv.at("tokenizer.ggml.bos_token_id").num == 1);
     CHECK(g.kv.at("tokenizer.ggml.eos_token_id").num == 2);
   }
@@ -303,6 +305,7 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   const bad cases[] = {
       {"f32 scales", [](cv_random_opts* o) { o->scale_type = ML_SCALE_F32; }, "--scales f16"},
       {"rotate-half RoPE", [](cv_random_opts* o) { o->rope_type = ML_ROPE_HALF; }, "--rope-type interleaved"},
+      {"placeholder vocabulary too small", [](cv_random_opts* o) { o->vocab = 258; }, "--vocab >= 259"},
   };
   for (const bad& b : cases) {
     INFO(b.what);
