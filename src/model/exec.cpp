@@ -20,6 +20,7 @@ ml_status carve(ml_exec* e, const ml_model* m, ml_error* err) {
   ML_TRY(ml_arena_take2(a, B, c.q_dim, &e->q, err));
   ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->k, err));
   ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->v, err));
+  if (c.attn_gate) ML_TRY(ml_arena_take2(a, B, c.q_dim, &e->gate, err));
   ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb, err));
   ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb2, err));
   ML_TRY(ml_arena_take2(a, B, act_n, &e->act_q, err));

@@ -32,6 +32,7 @@ struct ml_exec {
   ml_arena arena;
   float *x = nullptr, *xb = nullptr, *xb2 = nullptr;  // [batch][dim] residual; [batch][max(dim, q_dim)]; [batch][dim]
   float *q = nullptr, *k = nullptr, *v = nullptr;     // [batch][q_dim], [batch][kv_dim] x 2
+  float* gate = nullptr;                              // [batch][q_dim] the attention output gate (attn_gate models)
   float *hb = nullptr, *hb2 = nullptr;                // [batch][hidden_dim]
   int8_t* act_q = nullptr;                            // [batch][act_n] quantized activations
   float* act_d = nullptr;                             // their block scales

@@ -25,6 +25,11 @@ struct ml_config {
   float norm_eps, embed_scale;
   int bos_id, eos_id;
   bool tied;  // the classifier is the embedding
+  // Architectural choices, one field each, read from the header at load (docs/architecture.md,
+  // "Architectures"): the forward pass branches on these, never on the architecture's name.
+  bool qkv_bias, qk_norm, post_norms, attn_gate;
+  bool gelu;            // the FFN gate's activation: GELU (tanh) instead of SiLU
+  float logit_softcap;  // 0: none
 };
 
 // What a layer computes. Qwen3.5's gated-delta (linear attention) layers will be a second kind
@@ -47,6 +52,7 @@ struct ml_layer {
   ml_layer_kind kind = ML_LAYER_ATTENTION;
   const float* attn_norm = nullptr;
   ml_qtensor wq, wk, wv, wo;
+  ml_qtensor wg;                                            // output gate (ML_FLAG_ATTN_GATE)
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // q/k/v biases (ML_FLAG_QKV_BIAS)
   const float *q_norm = nullptr, *k_norm = nullptr;         // per-head RMSNorm of q, k (ML_FLAG_QK_NORM)
   const float* attn_post_norm = nullptr;                    // norm of the attention output (ML_FLAG_POST_NORMS)
@@ -69,7 +75,8 @@ struct ml_model {
   ml_layer* layers = nullptr;  // cfg.n_layers entries
   // Set by ml_model_prepare:
   int ctx = 0;                 // the longest context any session of this model may have
-  ml_rope_table rope;          // [ctx] positions, shared by every layer
+  ml_rope_table rope;          // [ctx] positions: the global layers' table (every layer's without a window)
+  ml_rope_table rope_local;    // the sliding-window layers' table when their base differs (Gemma 3)
   ml_arena tables;             // the RoPE tables' memory
   ml_tokenizer* tok = nullptr; // null when neither the file nor the caller brought one
   // Packed copies (model/pack.h): heap memory, or a mapped pack cache.
@@ -102,6 +109,14 @@ void ml_model_free(ml_model* m);
 // Writes row `token` of the embedding, dequantized and multiplied by embed_scale, into x[dim].
 void ml_model_embed(const ml_model* m, int token, float* x);
 
-// Fills a RoPE table's cos/sin [ctx][n_rot / 2]: angle(pos, i) = pos * theta^(-2i / n_rot),
-// computed in double precision and rounded once to float.
-void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta);
+// RoPE frequency scaling (the header's rope_scaling and its fields): ML_ROPE_SCALING_LLAMA3 applies
+// Llama 3's per-band rule, ML_ROPE_SCALING_LINEAR divides every frequency by factor.
+struct ml_rope_scaling_params {
+  uint32_t type = ML_ROPE_SCALING_NONE;
+  double factor = 1, low_freq_factor = 1, high_freq_factor = 1, orig_ctx = 0;
+};
+
+// Fills a RoPE table's cos/sin [ctx][n_rot / 2]: angle(pos, i) = pos * freq_i with
+// freq_i = theta^(-2i / n_rot) scaled by sc (null: none), computed in double precision and
+// rounded once to float.
+void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta, const ml_rope_scaling_params* sc);
