@@ -126,6 +126,11 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
 // Writes the model with ml_mlb_write.
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
 
+// The same .mlb bytes into one malloc'd, 64-byte-aligned buffer (*out, *size; free with
+// std::free), for a model converted at load. Each tensor's bytes are freed as soon as they are
+// copied, so the peak stays near one model's size; m is spent afterwards (write it no more).
+ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err);
+
 // Decodes n little-endian float32 values from p into out (allocated here; what names them in the
 // ML_E_NOMEM message).
 ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what, ml_error* err);

@@ -227,6 +227,14 @@ ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_er
   return s;
 }
 
+ml_status ml_model_load_owned(ml_model* m, void* data, size_t size, ml_error* err) {
+  *m = ml_model{};
+  ml_file_adopt(&m->file, data, size);
+  const ml_status s = load_parsed(m, err);
+  if (s != ML_OK) ml_model_free(m);
+  return s;
+}
+
 void ml_model_free(ml_model* m) {
   if (m->tok) ml_tokenizer_free(m->tok);
   ml_arena_free(&m->tables);
