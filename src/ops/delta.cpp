@@ -18,7 +18,7 @@ ml_status ml_delta_check(const ml_delta_shape* s, ml_error* err) {
     return ml_fail(err, ML_E_SHAPE, "linear attention: convolution width %d (need 1..%d)", s->conv, ML_DELTA_MAX_CONV);
   if (!(s->eps > 0.0f) || !std::isfinite(s->eps))
     return ml_fail(err, ML_E_SHAPE, "linear attention: norm eps %g (need finite and > 0)", (double)s->eps);
-  // ch <= 3 * 1024 * 512 fits an int; the state's bytes may not fit a 32-bit size_t.
+  // ch <= 3 * 1024 * 512 fits an int, and the limits keep a state under 1.2 GB; checked all the same.
   size_t conv, S, total, bytes;
   if (!ml_mul((size_t)(s->conv - 1), (size_t)ml_delta_channels(s), &conv) ||
       !ml_mul3((size_t)s->n_v_heads, (size_t)s->k_dim, (size_t)s->v_dim, &S) || !ml_add(conv, S, &total) ||
