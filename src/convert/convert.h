@@ -114,6 +114,10 @@ struct cv_model {
 // Appends an F32 tensor 1 x n (a norm weight). Fails (ML_E_FORMAT) on a non-finite value.
 ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err);
 
+// Appends an F32 tensor rows x cols, row-major (ssm_conv1d). Fails (ML_E_FORMAT) on a non-finite value.
+ml_status cv_add_f32_matrix(cv_model* m, const char* name, const float* x, uint32_t rows, uint32_t cols,
+                            ml_error* err);
+
 // Appends a rows x cols matrix of type m->h.wtype with scales of m->h.scale_type, quantized with
 // ml_quantize_q8_ref / ml_quantize_q4_ref from src, a row-major src_rows x src_cols float matrix
 // (src_rows <= rows, src_cols <= cols). The rows and columns src lacks are zeros: that is the FFN

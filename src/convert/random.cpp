@@ -157,8 +157,6 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
   if (h.n_rot > head_dim) h.n_rot = head_dim;  // a --head-dim override narrower than the config's rotation
   if (h.bos_id >= h.vocab_size || h.eos_id >= h.vocab_size) h.bos_id = 1, h.eos_id = 2;  // a --vocab override
   ML_TRY(ml_mlb_check_header(&h, err));
-  if (h.linear_period != 0)
-    return ml_fail(err, ML_E_ARG, "random: linear-attention layers (linear_period %u) are not supported yet", h.linear_period);
   if (o->tokenizer && *o->tokenizer) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, o->chat_template, err));
 
   rng r;
@@ -190,6 +188,22 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
       return name;
     };
     ML_TRY(norm(nm("attn_norm"), dim));
+    if (h.linear_period > 0 && l % h.linear_period != h.linear_period - 1) {  // gated delta rule
+      const uint32_t nv = h.linear_v_heads, lin_v = nv * h.linear_v_dim;
+      const uint32_t ch = 2 * h.linear_k_heads * h.linear_k_dim + lin_v;
+      ML_TRY(mat(nm("attn_qkv"), ch, dim, in_scale));
+      ML_TRY(mat(nm("attn_gate"), lin_v, dim, in_scale));
+      ML_TRY(mat(nm("ssm_beta"), nv, dim, in_scale));
+      ML_TRY(mat(nm("ssm_alpha"), nv, dim, in_scale));
+      size_t conv_n;
+      if (!ml_mul(ch, h.linear_conv, &conv_n)) return ml_fail(err, ML_E_NOMEM, "ssm_conv1d overflows");
+      ML_TRY(draw(&r, conv_n, 0.5f, 0.0f, &v, nm("ssm_conv1d"), err));
+      ML_TRY(cv_add_f32_matrix(&m, name, v.as<float>(), ch, h.linear_conv, err));
+      ML_TRY(vec(nm("ssm_a"), nv, 0.5f, -1.5f));  // A = -exp(A_log) in [-2, -1)
+      ML_TRY(vec(nm("ssm_dt"), nv, 0.5f, 0.0f));
+      ML_TRY(norm(nm("ssm_norm"), h.linear_v_dim));
+      ML_TRY(mat(nm("ssm_out"), dim, lin_v, 1.0f / std::sqrt((float)lin_v)));
+    } else {
     ML_TRY(mat(nm("attn_q"), q_dim, dim, in_scale));
     ML_TRY(mat(nm("attn_k"), kv_dim, dim, in_scale));
     ML_TRY(mat(nm("attn_v"), kv_dim, dim, in_scale));
@@ -204,6 +218,7 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
       ML_TRY(norm(nm("attn_k_norm"), head_dim));
     }
     ML_TRY(mat(nm("attn_output"), dim, q_dim, 1.0f / std::sqrt((float)q_dim)));
+    }
     if (h.flags & ML_FLAG_POST_NORMS) ML_TRY(norm(nm("post_attention_norm"), dim));
     ML_TRY(norm(nm("ffn_norm"), dim));
     ML_TRY(mat(nm("ffn_gate"), hid, dim, in_scale));

@@ -6,6 +6,7 @@
 
 #include "kernels/bind.h"
 #include "ops/attention.h"
+#include "ops/delta.h"
 #include "ops/matvec.h"
 
 namespace k = ml::k::active;
@@ -118,6 +119,44 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
     residual(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, L.attn_post_norm, c.dim, c.norm_eps);
 }
 
+// A gated-delta (linear attention) layer: the four projections of the normed input, the op
+// (ops/delta.h: convolution, recurrent update, gated norm), and ssm_out back into the residual.
+void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_layer& L, int l, stage_timer& tm) {
+  const ml_config& c = m->cfg;
+  const int n = b->n;
+  const int ldxb = std::max(c.dim, c.q_dim);
+  const int nv = c.delta.n_v_heads, lin_v = nv * c.delta.v_dim, ch = ml_delta_channels(&c.delta);
+  for (int t = 0; t < n; ++t)
+    k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
+  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
+  tm.mark(ML_STAGE_OTHER);
+  ml_op_matmul(e->pool, e->lin_qkv, ch, &L.wqkv, &xq);
+  ml_op_matmul(e->pool, e->lin_z, lin_v, &L.wz, &xq);
+  ml_op_matmul(e->pool, e->lin_b, nv, &L.wbeta, &xq);
+  ml_op_matmul(e->pool, e->lin_a, nv, &L.walpha, &xq);
+  tm.mark(ML_STAGE_QKV);
+  for (int t = 0; t < n; ++t) e->lin_states[t] = &b->sessions[t]->delta[l];
+  ml_delta_batch db;
+  db.n = n;
+  db.qkv = e->lin_qkv;
+  db.ld_qkv = ch;
+  db.z = e->lin_z;
+  db.ld_z = lin_v;
+  db.b = e->lin_b;
+  db.a = e->lin_a;
+  db.out = e->lin_z;  // in place
+  db.ld_out = lin_v;
+  db.states = e->lin_states;
+  ml_op_delta(e->pool, &db, &c.delta, &L.delta);
+  tm.mark(ML_STAGE_ATTENTION);
+  const ml_qbatch oq = quantize_rows(e, e->lin_z, lin_v, lin_v, n);
+  tm.mark(ML_STAGE_OTHER);
+  ml_op_matmul(e->pool, e->xb2, c.dim, &L.wssm_out, &oq);
+  tm.mark(ML_STAGE_WO);
+  for (int t = 0; t < n; ++t)
+    residual(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, L.attn_post_norm, c.dim, c.norm_eps);
+}
+
 void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_timer& tm) {
   const ml_config& c = m->cfg;
   const int ldxb = std::max(c.dim, c.q_dim);
@@ -158,7 +197,10 @@ int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
   for (int t = 0; t < n; ++t) ml_model_embed(m, b->tokens[t], e->x + (size_t)t * c.dim);
   for (int l = 0; l < c.n_layers; ++l) {
     const ml_layer& L = m->layers[l];
-    attention_block(m, e, b, L, l, tm);
+    if (L.kind == ML_LAYER_LINEAR)
+      linear_block(m, e, b, L, l, tm);
+    else
+      attention_block(m, e, b, L, l, tm);
     ffn_block(m, e, n, L, tm);
   }
   // The classifier, over the tokens that asked for logits (in batch order).

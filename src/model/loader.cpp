@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 
@@ -17,10 +18,23 @@
 namespace {
 
 // Rejects what the format defines but this engine does not run yet.
-ml_status check_supported(const ml_mlb_header& h, ml_error* err) {
-  if (h.arch == ML_ARCH_QWEN35 || h.linear_period != 0)
-    return ml_fail(err, ML_E_FORMAT, "header: linear-attention layers (arch %u, linear_period %u) are not supported yet",
-                   h.arch, h.linear_period);
+// The linear-attention layers' shape, checked by the op's own rules (ops/delta.h).
+ml_status check_supported(const ml_mlb_header& h, ml_delta_shape* d, ml_error* err) {
+  if (h.linear_period == 0) return ML_OK;
+  d->n_k_heads = (int)std::min<uint32_t>(h.linear_k_heads, 1u << 20);
+  d->n_v_heads = (int)std::min<uint32_t>(h.linear_v_heads, 1u << 20);
+  d->k_dim = (int)std::min<uint32_t>(h.linear_k_dim, 1u << 20);
+  d->v_dim = (int)std::min<uint32_t>(h.linear_v_dim, 1u << 20);
+  d->conv = (int)std::min<uint32_t>(h.linear_conv, 1u << 20);
+  d->eps = h.norm_eps;
+  const ml_status s = ml_delta_check(d, err);
+  if (s != ML_OK) return ml_fail(err, s, "header: linear attention (linear_k_heads %u, linear_v_heads %u, "
+                                         "linear_k_dim %u, linear_v_dim %u, linear_conv %u): %s",
+                                 h.linear_k_heads, h.linear_v_heads, h.linear_k_dim, h.linear_v_dim, h.linear_conv,
+                                 err ? err->msg : "");
+  if ((h.linear_v_heads * h.linear_v_dim) % 32 != 0)
+    return ml_fail(err, ML_E_SHAPE, "header: linear_v_heads x linear_v_dim %u is not a multiple of 32",
+                   h.linear_v_heads * h.linear_v_dim);
   return ML_OK;
 }
 
@@ -44,17 +58,19 @@ bool find_tensor(const ml_model* m, binder* b, const char* name, ml_mlb_tensor* 
   return true;
 }
 
-ml_status bind_vector(const ml_model* m, binder* b, const char* name, uint32_t n, const float** out, ml_error* err) {
+// An F32 tensor of rows x n (a norm weight when rows is 1); every value must be finite.
+ml_status bind_vector(const ml_model* m, binder* b, const char* name, uint32_t rows, uint32_t n, const float** out,
+                      ml_error* err) {
   ml_mlb_tensor t;
   if (!find_tensor(m, b, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
   if (t.type != ML_DT_F32) return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected 0 (F32)", name, t.type);
-  if (t.rows != 1 || t.cols != n)
-    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected 1 x %u", name, t.rows, t.cols, n);
+  if (t.rows != rows || t.cols != n)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected %u x %u", name, t.rows, t.cols, rows, n);
   *out = reinterpret_cast<const float*>(m->mlb.base + t.data_offset);
-  for (uint32_t i = 0; i < n; ++i)
+  for (uint64_t i = 0; i < (uint64_t)rows * n; ++i)
     if (!std::isfinite((*out)[i]))
-      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %u is %g (norm weights must be finite)", name, i,
-                     (double)(*out)[i]);
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %llu is %g (F32 weights must be finite)", name,
+                     (unsigned long long)i, (double)(*out)[i]);
   return ML_OK;
 }
 
@@ -121,7 +137,7 @@ ml_status bind_row(const ml_model* m, binder* b, const ml_tensor_row<Owner>& r, 
     return ML_OK;
   }
   const uint32_t rows = ml_tdim_size(r.rows, h), cols = ml_tdim_size(r.cols, h);
-  if (r.vec) return bind_vector(m, b, name, cols, &(owner->*r.vec), err);
+  if (r.vec) return bind_vector(m, b, name, rows, cols, &(owner->*r.vec), err);
   return bind_matrix(m, b, name, rows, cols, &(owner->*r.mat), err);
 }
 
@@ -139,6 +155,14 @@ void describe_layer(ml_model* m, ml_layer* L, uint32_t l) {
   const bool sliding = h.sliding_window > 0 && !(h.sliding_pattern > 0 && l % h.sliding_pattern == h.sliding_pattern - 1);
   L->attn.window = sliding ? (int)h.sliding_window : 0;
   L->rope = sliding && m->rope_local.n_rot > 0 ? &m->rope_local : &m->rope;
+}
+
+// A linear layer's F32 weights as ml_op_delta takes them (after binding).
+void describe_delta(ml_layer* L) {
+  L->delta.conv1d = L->ssm_conv1d;
+  L->delta.a = L->ssm_a;
+  L->delta.dt_bias = L->ssm_dt;
+  L->delta.norm = L->ssm_norm;
 }
 
 ml_status bind_all(ml_model* m, ml_error* err) {
@@ -190,6 +214,10 @@ ml_status bind_all(ml_model* m, ml_error* err) {
       std::snprintf(name, sizeof name, "blk.%u.%s", l, r.name);
       ML_TRY(bind_row(m, &b, r, name, L, L->kind, err));
     }
+    if (L->kind == ML_LAYER_LINEAR) {
+      describe_delta(L);
+      ++c.n_linear;
+    }
   }
   for (uint32_t i = 0; i < h.n_tensors; ++i)
     if (!b.used[i]) {
@@ -205,7 +233,7 @@ ml_status bind_all(ml_model* m, ml_error* err) {
 
 ml_status load_parsed(ml_model* m, ml_error* err) {
   ML_TRY(ml_mlb_parse(&m->mlb, m->file.data, m->file.size, err));
-  ML_TRY(check_supported(m->mlb.h, err));
+  ML_TRY(check_supported(m->mlb.h, &m->cfg.delta, err));
   return bind_all(m, err);
 }
 

@@ -15,6 +15,7 @@
 #include "core/types.h"
 #include "model/format.h"
 #include "ops/attention.h"
+#include "ops/delta.h"
 
 struct ml_tokenizer;
 
@@ -30,11 +31,13 @@ struct ml_config {
   bool qkv_bias, qk_norm, post_norms, attn_gate;
   bool gelu;            // the FFN gate's activation: GELU (tanh) instead of SiLU
   float logit_softcap;  // 0: none
+  int n_linear;         // linear-attention layers (their state cannot rewind: session.h)
+  ml_delta_shape delta; // their shape (n_linear > 0)
 };
 
-// What a layer computes. Qwen3.5's gated-delta (linear attention) layers will be a second kind
-// with their own tensors and a recurrent state in the session (docs/architecture.md).
-enum ml_layer_kind : int { ML_LAYER_ATTENTION = 0 };
+// What a layer computes: attention over a KV cache, or Qwen3.5's gated delta rule (linear
+// attention) over a recurrent state in the session (ops/delta.h, docs/architecture.md).
+enum ml_layer_kind : int { ML_LAYER_ATTENTION = 0, ML_LAYER_LINEAR = 1 };
 
 // A RoPE table: cos/sin of pos * freq_i for positions [0, ctx) and i < n_rot / 2, and how the
 // rotated pairs are laid out (ML_ROPE_INTERLEAVED or ML_ROPE_HALF). Layers point at one; a model
@@ -61,6 +64,10 @@ struct ml_layer {
   const float* ffn_post_norm = nullptr;                     // norm of the FFN output (ML_FLAG_POST_NORMS)
   ml_attn_shape attn{};                                     // heads, score scale, window
   const ml_rope_table* rope = nullptr;
+  // Linear-attention layers (ML_LAYER_LINEAR): the projections around ml_op_delta and its weights.
+  ml_qtensor wqkv, wz, wbeta, walpha, wssm_out;
+  const float *ssm_conv1d = nullptr, *ssm_a = nullptr, *ssm_dt = nullptr, *ssm_norm = nullptr;
+  ml_delta_weights delta{};  // the same four views, as ml_op_delta takes them
 };
 
 inline constexpr int ML_MAX_LAYERS = 4096;

@@ -8,10 +8,17 @@
 #include "model/model.h"
 
 // A tensor dimension, in terms of the model's hyperparameters.
-enum ml_tdim : uint8_t { ML_TD_ONE, ML_TD_DIM, ML_TD_HIDDEN, ML_TD_Q, ML_TD_KV, ML_TD_VOCAB, ML_TD_HEAD };
+enum ml_tdim : uint8_t {
+  ML_TD_ONE, ML_TD_DIM, ML_TD_HIDDEN, ML_TD_Q, ML_TD_KV, ML_TD_VOCAB, ML_TD_HEAD,
+  ML_TD_LIN_CH,    // linear attention: 2 * linear_k_heads * linear_k_dim + linear_v_heads * linear_v_dim
+  ML_TD_LIN_V,     // linear_v_heads * linear_v_dim
+  ML_TD_LIN_HEADS, // linear_v_heads
+  ML_TD_LIN_DV,    // linear_v_dim
+  ML_TD_LIN_CONV,  // linear_conv
+};
 
 // Which layer kinds have the tensor (bits 1 << ml_layer_kind).
-enum ml_tkinds : uint8_t { ML_TK_ATTN = 1u << ML_LAYER_ATTENTION, ML_TK_ALL = 0xff };
+enum ml_tkinds : uint8_t { ML_TK_ATTN = 1u << ML_LAYER_ATTENTION, ML_TK_LINEAR = 1u << ML_LAYER_LINEAR, ML_TK_ALL = 0xff };
 
 // When a file has the tensor.
 enum ml_tneed : uint8_t {
@@ -20,7 +27,7 @@ enum ml_tneed : uint8_t {
   ML_TN_UNTIED,  // required unless the classifier is tied (ML_FLAG_TIED_CLASSIFIER), absent then
 };
 
-// One row. Exactly one of vec (an F32 vector, rows == ONE) and mat (a Q8/Q4 matrix) is set; the
+// One row. Exactly one of vec (F32: a vector when rows == ONE, else row-major) and mat (a Q8/Q4 matrix) is set; the
 // member pointers say where the view goes in the owner (ml_layer for blk.N.<name>, ml_model for
 // the model-level tensors).
 template <class Owner>
@@ -59,6 +66,16 @@ inline constexpr ml_layer_row ML_LAYER_TENSORS[] = {
     {"ffn_up", ML_TK_ALL, ML_TD_HIDDEN, ML_TD_DIM, ML_TN_ALWAYS, 0, nullptr, &ml_layer::w3, true},
     {"post_ffw_norm", ML_TK_ALL, ML_TD_ONE, ML_TD_DIM, ML_TN_FLAG, ML_FLAG_POST_NORMS, &ml_layer::ffn_post_norm, nullptr,
      false},
+    // Linear-attention layers (Qwen3.5), docs/format.md "Linear-attention layers".
+    {"attn_qkv", ML_TK_LINEAR, ML_TD_LIN_CH, ML_TD_DIM, ML_TN_ALWAYS, 0, nullptr, &ml_layer::wqkv, true},
+    {"attn_gate", ML_TK_LINEAR, ML_TD_LIN_V, ML_TD_DIM, ML_TN_ALWAYS, 0, nullptr, &ml_layer::wz, true},
+    {"ssm_beta", ML_TK_LINEAR, ML_TD_LIN_HEADS, ML_TD_DIM, ML_TN_ALWAYS, 0, nullptr, &ml_layer::wbeta, true},
+    {"ssm_alpha", ML_TK_LINEAR, ML_TD_LIN_HEADS, ML_TD_DIM, ML_TN_ALWAYS, 0, nullptr, &ml_layer::walpha, true},
+    {"ssm_conv1d", ML_TK_LINEAR, ML_TD_LIN_CH, ML_TD_LIN_CONV, ML_TN_ALWAYS, 0, &ml_layer::ssm_conv1d, nullptr, false},
+    {"ssm_a", ML_TK_LINEAR, ML_TD_ONE, ML_TD_LIN_HEADS, ML_TN_ALWAYS, 0, &ml_layer::ssm_a, nullptr, false},
+    {"ssm_dt", ML_TK_LINEAR, ML_TD_ONE, ML_TD_LIN_HEADS, ML_TN_ALWAYS, 0, &ml_layer::ssm_dt, nullptr, false},
+    {"ssm_norm", ML_TK_LINEAR, ML_TD_ONE, ML_TD_LIN_DV, ML_TN_ALWAYS, 0, &ml_layer::ssm_norm, nullptr, false},
+    {"ssm_out", ML_TK_LINEAR, ML_TD_DIM, ML_TD_LIN_V, ML_TN_ALWAYS, 0, nullptr, &ml_layer::wssm_out, true},
 };
 
 // Model-level tensors; the classifier is packed after every layer's matrices.
@@ -78,6 +95,11 @@ inline uint32_t ml_tdim_size(ml_tdim d, const ml_mlb_header& h) {
     case ML_TD_KV: return h.n_kv_heads * h.head_dim;
     case ML_TD_VOCAB: return h.vocab_size;
     case ML_TD_HEAD: return h.head_dim;
+    case ML_TD_LIN_CH: return 2 * h.linear_k_heads * h.linear_k_dim + h.linear_v_heads * h.linear_v_dim;
+    case ML_TD_LIN_V: return h.linear_v_heads * h.linear_v_dim;
+    case ML_TD_LIN_HEADS: return h.linear_v_heads;
+    case ML_TD_LIN_DV: return h.linear_v_dim;
+    case ML_TD_LIN_CONV: return h.linear_conv;
   }
   return 0;
 }
@@ -85,8 +107,7 @@ inline uint32_t ml_tdim_size(ml_tdim d, const ml_mlb_header& h) {
 // The kind of layer l of a file with header h: with linear_period N, every layer but each Nth
 // (l % N == N - 1) is a linear-attention layer.
 inline ml_layer_kind ml_layer_kind_of(const ml_mlb_header& h, uint32_t l) {
-  (void)l;
-  return ML_LAYER_ATTENTION;
+  return h.linear_period > 0 && l % h.linear_period != h.linear_period - 1 ? ML_LAYER_LINEAR : ML_LAYER_ATTENTION;
 }
 
 // Whether a file with header h has the tensor (in a layer of kind `kind`).

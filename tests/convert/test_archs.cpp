@@ -152,6 +152,19 @@ const arch_case kArchs[] = {
        h->n_rot = 4;
        h->head_dim = 32;
      }},
+    {"qwen3.5 hybrid", [](ml_mlb_header* h) {
+       h->arch = ML_ARCH_QWEN35;
+       h->flags = ML_FLAG_QK_NORM | ML_FLAG_ATTN_GATE | ML_FLAG_TIED_CLASSIFIER;
+       h->head_dim = 32;
+       h->n_rot = 8;
+       h->n_layers = 4;
+       h->linear_period = 2;
+       h->linear_k_heads = 2;
+       h->linear_v_heads = 4;
+       h->linear_k_dim = 16;
+       h->linear_v_dim = 8;
+       h->linear_conv = 4;
+     }},
     {"mistral window", [](ml_mlb_header* h) {
        h->sliding_window = 4;
        h->rope_type = ML_ROPE_INTERLEAVED;

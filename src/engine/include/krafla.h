@@ -66,6 +66,8 @@ typedef struct ml_model_info {
   int pack_from_cache, pack_cache_written;
   size_t packed_bytes;
   size_t model_bytes; /* the file */
+  int recurrent; /* 1: linear-attention layers keep a state that cannot rewind: a session truncates
+                    only to 0 or to its own position (ml_session_truncate) */
 } ml_model_info;
 
 /* params may be NULL (defaults). */
