@@ -135,17 +135,23 @@ ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what,
 }
 
 ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err) {
+  return cv_add_f32_rows(m, name, 1, n, x, err);
+}
+
+ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* x, ml_error* err) {
   ml_mlb_tensor t;
   ML_TRY(set_name(&t, name, err));
   t.type = ML_DT_F32;
   t.scale_type = 0;
-  t.rows = 1;
-  t.cols = n;
+  t.rows = rows;
+  t.cols = cols;
+  size_t n;
+  if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "tensor %s: %ux%u overflows", name, rows, cols);
   cv_buf data;
   ML_TRY(cv_alloc(&data, n, 4, err, "tensor %s", name));
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return ml_fail(err, ML_E_FORMAT, "tensor %s: value %d is %g", name, (int)i, (double)x[i]);
-    put_f32(data.data + (size_t)i * 4, x[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return ml_fail(err, ML_E_FORMAT, "tensor %s: value %zu is %g", name, i, (double)x[i]);
+    put_f32(data.data + i * 4, x[i]);
   }
   return push_tensor(m, t, &data, nullptr, err);
 }
