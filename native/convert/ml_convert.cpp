@@ -4,11 +4,14 @@
 //   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
+//   ml_convert hf DIR -o OUT.mlb [--wtype q8|q4] [--scales f32|f16] [--chat-template FILE]
+//                     (DIR: a Hugging Face model folder: config.json, *.safetensors, tokenizer.json)
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
 // Every message goes to stderr, prefixed "ml_convert: ". The converting is src/convert
 // (ml_convert_lib), which reports out-of-memory as ML_E_NOMEM like every other failure.
+#include <cstdio>
 #include <string>
 
 #include "cli/cli.h"
@@ -17,6 +20,8 @@
 namespace {
 
 int wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
+
+void print_note(void*, const char* msg) { std::fprintf(stderr, "ml_convert: note: %s\n", msg); }
 
 }  // namespace
 
@@ -67,6 +72,16 @@ int ml_main(int argc, char** argv) {
   rn->add_option("--chat-template", r_tmpl, "a Jinja chat template file replacing the Hugging Face tokenizer's");
   rn->add_option("-o,--output", r_out, "the .mlb file to write")->required();
 
+  ml_convert_hf_params ho = ml_convert_hf_defaults();
+  std::string h_dir, h_out, h_tmpl, h_wtype = "q8", h_scales = "f32";
+  CLI::App* hf = app.add_subcommand("hf", "a Hugging Face model folder (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Qwen3.5)");
+  hf->add_option("dir", h_dir, "the folder: config.json, model.safetensors (or its index and shards), tokenizer.json")
+      ->required();
+  hf->add_option("-o,--output", h_out, "the .mlb file to write")->required();
+  hf->add_option("--wtype", h_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
+  hf->add_option("--scales", h_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
+  hf->add_option("--chat-template", h_tmpl, "a Jinja chat template file replacing the tokenizer's");
+
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
   ml_error err;
@@ -79,6 +94,14 @@ int ml_main(int argc, char** argv) {
     lo.wtype = wtype_of(l_wtype);
     lo.scales_f16 = l_scales == "f16";
     s = ml_convert_llama2c(&lo, &err);
+  } else if (hf->parsed()) {
+    ho.dir = h_dir.c_str();
+    ho.out = h_out.c_str();
+    ho.chat_template = h_tmpl.empty() ? nullptr : h_tmpl.c_str();
+    ho.wtype = wtype_of(h_wtype);
+    ho.scales_f16 = h_scales == "f16";
+    ho.note = print_note;
+    s = ml_convert_hf(&ho, &err);
   } else {
     ro.wtype = wtype_of(r_wtype);
     ro.scales_f16 = r_scales == "f16";

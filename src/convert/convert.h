@@ -47,15 +47,31 @@ struct cv_random_opts {
   const ml_mlb_header* config = nullptr;
 };
 
+// `ml_convert hf`: a Hugging Face model folder (hf_import.cpp documents what it reads).
+struct cv_hf_opts {
+  const char* dir = nullptr;            // config.json, model.safetensors (or the index and its shards), tokenizer.json, ...
+  const char* out = nullptr;            // the .mlb to write
+  const char* chat_template = nullptr;  // a Jinja file replacing the tokenizer's template, or null
+  uint32_t wtype = ML_DT_Q8;
+  uint32_t scale_type = ML_SCALE_F32;
+  // Called (when set) with a note the user may want (tensors skipped on purpose), one line each.
+  void (*note)(void* user, const char* msg) = nullptr;
+  void* note_user = nullptr;
+};
+
 // The defaults above, for callers without C++ member initializers (a C API).
 cv_llama2c_opts cv_llama2c_defaults();
 cv_random_opts cv_random_defaults();
+cv_hf_opts cv_hf_defaults();
 
 // Converts a llama2.c float32 checkpoint (legacy header or version 1 "ak42") and its tokenizer.
 ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err);
 
 // Writes a random Llama model of the given shape (random.cpp documents the generator).
 ml_status cv_random(const cv_random_opts* o, ml_error* err);
+
+// Converts a Hugging Face folder (safetensors weights, config.json, tokenizer files).
+ml_status cv_hf(const cv_hf_opts* o, ml_error* err);
 
 // --- memory ----------------------------------------------------------------------------------
 
@@ -114,9 +130,9 @@ struct cv_model {
 // Appends an F32 tensor 1 x n (a norm weight). Fails (ML_E_FORMAT) on a non-finite value.
 ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err);
 
-// Appends an F32 tensor rows x cols, row-major (ssm_conv1d). Fails (ML_E_FORMAT) on a non-finite value.
-ml_status cv_add_f32_matrix(cv_model* m, const char* name, const float* x, uint32_t rows, uint32_t cols,
-                            ml_error* err);
+// Appends an F32 tensor rows x cols from a row-major float matrix (Qwen3.5's ssm_conv1d). Fails
+// (ML_E_FORMAT) on a non-finite value.
+ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* x, ml_error* err);
 
 // Appends a rows x cols matrix of type m->h.wtype with scales of m->h.scale_type, quantized with
 // ml_quantize_q8_ref / ml_quantize_q4_ref from src, a row-major src_rows x src_cols float matrix

@@ -198,7 +198,7 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
       size_t conv_n;
       if (!ml_mul(ch, h.linear_conv, &conv_n)) return ml_fail(err, ML_E_NOMEM, "ssm_conv1d overflows");
       ML_TRY(draw(&r, conv_n, 0.5f, 0.0f, &v, nm("ssm_conv1d"), err));
-      ML_TRY(cv_add_f32_matrix(&m, name, v.as<float>(), ch, h.linear_conv, err));
+      ML_TRY(cv_add_f32_rows(&m, name, ch, h.linear_conv, v.as<float>(), err));
       ML_TRY(vec(nm("ssm_a"), nv, 0.5f, -1.5f));  // A = -exp(A_log) in [-2, -1)
       ML_TRY(vec(nm("ssm_dt"), nv, 0.5f, 0.0f));
       ML_TRY(norm(nm("ssm_norm"), h.linear_v_dim));

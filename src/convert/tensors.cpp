@@ -134,8 +134,7 @@ ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what,
   return ML_OK;
 }
 
-ml_status cv_add_f32_matrix(cv_model* m, const char* name, const float* x, uint32_t rows, uint32_t cols,
-                            ml_error* err) {
+ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* x, ml_error* err) {
   ml_mlb_tensor t;
   ML_TRY(set_name(&t, name, err));
   t.type = ML_DT_F32;
@@ -155,7 +154,7 @@ ml_status cv_add_f32_matrix(cv_model* m, const char* name, const float* x, uint3
 }
 
 ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err) {
-  return cv_add_f32_matrix(m, name, x, 1, n, err);
+  return cv_add_f32_rows(m, name, 1, n, x, err);
 }
 
 ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* src,
