@@ -392,9 +392,9 @@ def case_errors(c):
     assert os.path.getsize(out) == 3 * 10 * 4
     bad_file("truncated.mlb", raw[:-10], "file_size")
     bad_file("short.mlb", raw[:100], "truncated")
-    bad_file("version.mlb", patched(8, "<I", 2), "version")
+    bad_file("version.mlb", patched(8, "<I", 3), "version")
     bad_file("wtype.mlb", patched(52, "<I", 7), "wtype")
-    bad_file("arch.mlb", patched(16, "<I", 2), "arch")
+    bad_file("arch.mlb", patched(16, "<I", 5), "arch")
     bad_file("dim.mlb", patched(20, "<I", 48), "dim")
     bad_file("dir.mlb", patched(152, "<Q", 1 << 40), "directory")
     bad_file("name.mlb", patched(256, "<4s", b"xxxx"), "missing")
