@@ -597,6 +597,7 @@ ARCH_CONFIGS = [
     ("llama3 (rope_scaling llama3, GQA, tied)",
      dict(arch=0, theta=10000.0, rope_scaling=1, rope_factor=8.0, low=1.0, high=4.0, orig=64, tied=True)),
     ("llama v1 file", dict(arch=0, version=1, rope_type=0)),
+    ("interleaved pairs on n_rot 8 of 16, Q4", dict(arch=0, rope_type=0, n_rot=8, wtype=3)),
     ("qwen2.5 (q/k/v biases, Q4 f16 scales, tied)",
      dict(arch=1, wtype=3, scale_type=1, qkv_bias=True, tied=True, theta=1e6)),
     ("qwen3 (q/k norms, q_dim 128 != dim 64)", dict(arch=2, nh=4, nkv=2, hd=32, qk_norm=True, theta=1e6)),
