@@ -154,6 +154,9 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
   h.rope_theta = o->rope_theta;
   h.rope_type = o->rope_type;
   h.flags = (h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER) | (o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u);
+  // Gemma's √dim embedding scale follows a --dim override of the config's width.
+  if (o->config && h.dim != o->config->dim && o->config->embed_scale == std::sqrt((float)o->config->dim))
+    h.embed_scale = std::sqrt((float)h.dim);
   if (h.n_rot > head_dim) h.n_rot = head_dim;  // a --head-dim override narrower than the config's rotation
   if (h.bos_id >= h.vocab_size || h.eos_id >= h.vocab_size) h.bos_id = 1, h.eos_id = 2;  // a --vocab override
   ML_TRY(ml_mlb_check_header(&h, err));
