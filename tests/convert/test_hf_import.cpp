@@ -27,6 +27,8 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "model/format.h"
+#include "model/tokenizer/bundle.h"
+#include "model/tokenizer/tokenizer.h"
 #include "test_util.h"
 
 namespace {
@@ -754,6 +756,27 @@ TEST_CASE("hf import: Qwen3.5 (multimodal checkpoint) splits q_proj, maps the ga
   CHECK(f.values("blk.1.attn_k_norm", 1, 32) == plus_one(m.find(s + "k_norm.weight")->v));
   CHECK(f.values("output_norm", 1, DIM) == plus_one(m.find(P + "norm.weight")->v));
   CHECK_FALSE(f.has("blk.1.ssm_a"));
+}
+
+TEST_CASE("hf import: generation_config.json goes into the model and its eos ids end generation", "[hf_import]") {
+  tmp_dir d;
+  model_dir m = tiny_llama();
+  m.write(d);
+  spit(d / "generation_config.json", "{\"bos_token_id\":1,\"eos_token_id\":[2,7,9]}");
+  REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
+  mlb_file f(d / "out.mlb");
+  REQUIRE(f.m.tokenizer_kind == 2);
+  ml_hf_files files;
+  ml_error err;
+  REQUIRE(ml_hf_bundle_parse(f.m.tokenizer, f.m.tokenizer_size, &files, &err) == ML_OK);
+  REQUIRE(files.generation_json != nullptr);
+  CHECK(std::string(files.generation_json, files.generation_json_len) == "{\"bos_token_id\":1,\"eos_token_id\":[2,7,9]}");
+  ml_tokenizer* t = nullptr;
+  REQUIRE(ml_tokenizer_load_hf(&t, &files, &err) == ML_OK);
+  CHECK(ml_tokenizer_is_eog(t, 7));
+  CHECK(ml_tokenizer_is_eog(t, 9));
+  CHECK_FALSE(ml_tokenizer_is_eog(t, 8));
+  ml_tokenizer_free(t);
 }
 
 TEST_CASE("hf import: a sharded checkpoint gives the same file as a single one", "[hf_import]") {
