@@ -32,7 +32,7 @@ int ml_main(int argc, char** argv) {
 
   ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
   ml_convert_random_params ro = ml_convert_random_defaults();
-  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl;  // the options' const char* point into these
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_config;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
@@ -48,13 +48,16 @@ int ml_main(int argc, char** argv) {
   l2->add_option("--scales", l_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
 
   CLI::App* rn = app.add_subcommand("random", "a random Llama model of any shape (tests, benchmarks)");
-  rn->add_option("--dim", ro.dim, "model width, a multiple of 32")->required();
-  rn->add_option("--hidden", ro.hidden, "FFN width, a multiple of 32")->required();
-  rn->add_option("--layers", ro.layers, "number of layers")->required();
-  rn->add_option("--heads", ro.heads, "query heads")->required();
-  rn->add_option("--kv-heads", ro.kv_heads, "key/value heads (divides --heads)")->required();
-  rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)")->required();
-  rn->add_option("--max-seq", ro.max_seq, "longest context")->required();
+  rn->add_option("--dim", ro.dim, "model width, a multiple of 32");
+  rn->add_option("--hidden", ro.hidden, "FFN width, a multiple of 32");
+  rn->add_option("--layers", ro.layers, "number of layers");
+  rn->add_option("--heads", ro.heads, "query heads");
+  rn->add_option("--kv-heads", ro.kv_heads, "key/value heads (divides --heads)");
+  rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)");
+  rn->add_option("--max-seq", ro.max_seq, "longest context");
+  rn->add_option("--config", r_config,
+                 "a Hugging Face config.json: its architecture and shape (the shape options given override it, "
+                 "e.g. --layers 2 --vocab 512 for a short test model)");
   rn->add_option("--head-dim", ro.head_dim, "head width (default dim/heads); heads*head-dim a multiple of 32");
   rn->add_option("--seed", ro.seed, "generator seed, 0..2^64-1 (default 1); same seed, same bytes")
       ->check([](const std::string& v) {
@@ -110,6 +113,11 @@ int ml_main(int argc, char** argv) {
     ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
     ro.chat_template = r_tmpl.empty() ? nullptr : r_tmpl.c_str();
     ro.out = r_out.c_str();
+    ro.config = r_config.empty() ? nullptr : r_config.c_str();
+    if (!ro.config) {  // without a config every shape option is needed
+      for (const char* opt : {"--dim", "--hidden", "--layers", "--heads", "--kv-heads", "--vocab", "--max-seq"})
+        if (rn->count(opt) == 0) return ml::cli::usage_error("ml_convert", std::string("random: ") + opt + " is required (or give --config)");
+    }
     s = ml_convert_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);

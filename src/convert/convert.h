@@ -41,6 +41,10 @@ struct cv_random_opts {
   const char* tokenizer = nullptr;  // null or "": the file has none; else as cv_llama2c_opts
   const char* chat_template = nullptr;
   const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
+  // An architecture and shape to copy (e.g. from a Hugging Face config.json): when set, every
+  // header field comes from it except the ones the options above give explicitly (a non-zero
+  // dim..max_seq, head_dim; wtype, scale_type and seed always come from the options).
+  const ml_mlb_header* config = nullptr;
 };
 
 // `ml_convert hf`: a Hugging Face model folder (hf_import.cpp documents what it reads).
@@ -141,6 +145,11 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
 
 // Writes the model with ml_mlb_write.
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
+
+// The same .mlb bytes into one malloc'd, 64-byte-aligned buffer (*out, *size; free with
+// std::free), for a model converted at load. Each tensor's bytes are freed as soon as they are
+// copied, so the peak stays near one model's size; m is spent afterwards (write it no more).
+ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err);
 
 // Decodes n little-endian float32 values from p into out (allocated here; what names them in the
 // ML_E_NOMEM message).

@@ -1,5 +1,6 @@
 // The public API's converters (krafla.h, "Converting") over the converter library (src/convert).
 #include "convert/convert.h"
+#include "convert/hf_config.h"
 #include "krafla.h"
 
 extern "C" {
@@ -54,6 +55,11 @@ ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err) {
   o.tokenizer = p->tokenizer;
   o.chat_template = p->chat_template;
   o.out = p->out;
+  ml_mlb_header config;
+  if (p->config) {
+    ML_TRY(cv_hf_config_read(p->config, nullptr, &config, err));
+    o.config = &config;
+  }
   return cv_random(&o, err);
 }
 

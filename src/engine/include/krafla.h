@@ -66,6 +66,8 @@ typedef struct ml_model_info {
   int pack_from_cache, pack_cache_written;
   size_t packed_bytes;
   size_t model_bytes; /* the file */
+  int recurrent; /* 1: linear-attention layers keep a state that cannot rewind: a session truncates
+                    only to 0 or to its own position (ml_session_truncate) */
 } ml_model_info;
 
 /* params may be NULL (defaults). */
@@ -318,6 +320,10 @@ typedef struct ml_convert_random_params {
   const char* tokenizer; /* a tokenizer to embed (as in ml_convert_llama2c_params), or NULL */
   const char* chat_template;
   const char* out;
+  /* NULL, or a Hugging Face config.json: the model gets its architecture and shape, except the
+   * shape fields above that are non-zero (e.g. layers and vocab, to shorten it for a test);
+   * rope_half, rope_theta and tied then come from the config too. */
+  const char* config;
 } ml_convert_random_params;
 
 /* A Hugging Face model folder (config.json, model.safetensors or model.safetensors.index.json and
