@@ -84,6 +84,38 @@ def pack_cache_seeds():
     ]
 
 
+def safetensors_file(tensors, meta=None):
+    """A .safetensors file: u64 header length, the JSON header (padded with spaces to 8 bytes), the data."""
+    import json
+    header, data = {}, b""
+    if meta is not None:
+        header["__metadata__"] = meta
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def safetensors_seeds():
+    """Tiny files for fuzz/safetensors.cpp: every dtype, ranks 0..3, an empty tensor, metadata."""
+    f32 = struct.pack("<6f", 1.0, -2.5, 0.0, 3.25, -0.0, 1e-40)
+    bf16 = struct.pack("<4H", 0x3F80, 0xBFC0, 0x7F80, 0x0001)
+    f16 = struct.pack("<4H", 0x3C00, 0xC100, 0x7C00, 0x0001)
+    return [
+        ("llama_layer", safetensors_file([
+            ("model.layers.0.input_layernorm.weight", "F32", [2], f32[:8]),
+            ("model.layers.0.self_attn.q_proj.weight", "BF16", [2, 2], bf16),
+            ("lm_head.weight", "F16", [2, 2], f16)],
+            {"format": "pt", "model.embed_tokens.weight": "lm_head.weight"})),
+        ("ranks", safetensors_file([("scalar", "F32", [], f32[:4]), ("conv1d", "F32", [2, 1, 3], f32),
+                                    ("empty", "BF16", [0, 4], b"")])),
+        ("no_tensors", safetensors_file([], {"format": "pt"})),
+        ("empty_header", safetensors_file([])),
+    ]
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -144,6 +176,9 @@ def main():
         # json: small documents (run.py adds JSONTestSuite's files and a tokenizer.json from shared/).
         for name, doc in json_seeds():
             put("json", name, doc)
+        # safetensors: tiny files of every dtype and rank.
+        for name, data in safetensors_seeds():
+            put("safetensors", name, data)
         # pack_cache: edits of the valid cache the harness makes at start-up (fuzz/pack_cache.cpp).
         for name, edit in pack_cache_seeds():
             put("pack_cache", name, edit)

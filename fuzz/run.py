@@ -28,6 +28,7 @@ OPTIONS = {
     "mlb_header": ["-max_len=1024"],
     "tokenizer_bin": ["-max_len=65536"],
     "llama2c": ["-max_len=65536"],
+    "safetensors": ["-max_len=16384"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
     "hf_tokenizer": ["-max_len=65536"],
@@ -110,7 +111,7 @@ def gen_seeds(name, a, seeds):
         # A dictionary of the program's option names and choices, from its --help.
         out = subprocess.run([os.path.join(a.bin, CLI_APP[name]), "--help"], capture_output=True, text=True).stdout
         words = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", out))
-        words |= {"m.mlb", "r.mlb", "tok.bin", "ck.bin", "encode", "decode", "llama2c", "random", "q8", "q4", "f16",
+        words |= {"m.mlb", "r.mlb", "tok.bin", "ck.bin", "encode", "decode", "llama2c", "random", "hf", "q8", "q4", "f16",
                   "f32", "half", "interleaved", "-1", "0", "1", "4294967296", "nan", "inf", "1e40", "0x7fffffff"}
         return ["-dict=" + write_dict(a, name, sorted(words))]
     return []

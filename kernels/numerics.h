@@ -63,6 +63,15 @@ static inline float ml_k_exp(float x) {
   return (p * s1) * s2;
 }
 
+// gelu(g) * u, GELU's tanh form (Gemma's gelu_pytorch_tanh): 0.5 g (1 + tanh(c (g + 0.044715 g^3))),
+// c = sqrt(2/pi), with tanh(y) = sign(y) (1 - e) / (1 + e), e = exp(-2|y|) <= 1 (no overflow).
+static inline float ml_k_gelu_mul1(float g, float u) {
+  const float y = 0.7978845608028654f * (g + 0.044715f * (g * g * g));
+  const float e = ml_k_exp(-2.0f * std::fabs(y));
+  const float t = (1.0f - e) / (1.0f + e);
+  return (0.5f * g * (1.0f + (std::signbit(y) ? -t : t))) * u;
+}
+
 // silu(g) * u with e = exp(-|g|) <= 1 (no overflow): silu(g) = (g if g's sign bit is clear, else
 // g * e) / (1 + e).
 static inline float ml_k_silu_mul1(float g, float u) {

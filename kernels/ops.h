@@ -24,6 +24,8 @@ typedef void ml_k_rmsnorm_fn(float* o, const float* x, const float* w, int n, fl
 typedef void ml_k_softmax_fn(float* x, int n);
 // g[i] = silu(g[i]) * u[i], silu(v) = v / (1 + exp(-v)).
 typedef void ml_k_silu_mul_fn(float* g, const float* u, int n);
+// g[i] = gelu(g[i]) * u[i], GELU's tanh approximation (GeGLU, Gemma), in ml_k_gelu_mul1's form.
+typedef void ml_k_gelu_mul_fn(float* g, const float* u, int n);
 // y[i] += x[i].
 typedef void ml_k_add_fn(float* y, const float* x, int n);
 // Rotates n_heads heads of head_dim values in place by the angles whose cos/sin are given
@@ -60,7 +62,7 @@ typedef void ml_k_matmul_q4_pk_fn(float* Y, int ldy, const ml_qtensor* W, const 
 
 // X-macro over every op; drives the static checks in bind.h, the tests and ml_bench.
 #define ML_K_OPS(X)                                                                                  \
-  X(matvec_q8) X(matvec_q4) X(quantize_q8) X(rmsnorm) X(softmax) X(silu_mul) X(add) X(rope) X(dot_f32) \
+  X(matvec_q8) X(matvec_q4) X(quantize_q8) X(rmsnorm) X(softmax) X(silu_mul) X(gelu_mul) X(add) X(rope) X(dot_f32) \
       X(axpy_f32) X(dot_q8) X(axpy_q8) X(dot_f16) X(axpy_f16)
 // The packed ops; only ISAs that define ML_K_PACKED bind them.
 #define ML_K_PK_OPS(X) X(matvec_q8_pk) X(matvec_q4_pk) X(matmul_q8_pk) X(matmul_q4_pk)

@@ -1,4 +1,5 @@
-// Scalar element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
+// Scalar element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, gelu_mul, add,
+// rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
 // written; no allocation, no global state. Float32 throughout, in kernels/numerics.h's canonical
 // order (16 partial sums, the Cephes exp), which every ISA reproduces bit for bit.
@@ -37,6 +38,12 @@ extern "C" void ml_k_softmax_scalar(float* x, int n) {
 // g[i] = silu(g[i]) * u[i]  (SwiGLU gate), silu(v) = v / (1 + exp(-v)) in ml_k_silu_mul1's form.
 extern "C" void ml_k_silu_mul_scalar(float* g, const float* u, int n) {
   for (int i = 0; i < n; ++i) g[i] = ml_k_silu_mul1(g[i], u[i]);
+}
+
+// g[i] = gelu(g[i]) * u[i]  (GeGLU gate) in ml_k_gelu_mul1's form. Every ISA uses this one: the
+// FFN of the one architecture that has it (Gemma 3) spends its time in the matvecs.
+extern "C" void ml_k_gelu_mul_scalar(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = ml_k_gelu_mul1(g[i], u[i]);
 }
 
 // y[i] = y[i] + x[i]  (residual connection).

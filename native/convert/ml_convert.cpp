@@ -5,11 +5,14 @@
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
 //                     [--gguf OUT.gguf]   (the same model as GGUF for llama.cpp; src/convert/gguf_write.h)
+//   ml_convert hf DIR -o OUT.mlb [--wtype q8|q4] [--scales f32|f16] [--chat-template FILE]
+//                     (DIR: a Hugging Face model folder: config.json, *.safetensors, tokenizer.json)
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
 // Every message goes to stderr, prefixed "ml_convert: ". The converting is src/convert
 // (ml_convert_lib), which reports out-of-memory as ML_E_NOMEM like every other failure.
+#include <cstdio>
 #include <string>
 
 #include "cli/cli.h"
@@ -18,6 +21,8 @@
 namespace {
 
 int wtype_of(const std::string& s) { return s == "q4" ? ML_DT_Q4 : ML_DT_Q8; }
+
+void print_note(void*, const char* msg) { std::fprintf(stderr, "ml_convert: note: %s\n", msg); }
 
 }  // namespace
 
@@ -28,7 +33,7 @@ int ml_main(int argc, char** argv) {
 
   ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
   ml_convert_random_params ro = ml_convert_random_defaults();
-  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_gguf;  // the options' const char* point into these
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_gguf, r_config;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
@@ -44,13 +49,16 @@ int ml_main(int argc, char** argv) {
   l2->add_option("--scales", l_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
 
   CLI::App* rn = app.add_subcommand("random", "a random Llama model of any shape (tests, benchmarks)");
-  rn->add_option("--dim", ro.dim, "model width, a multiple of 32")->required();
-  rn->add_option("--hidden", ro.hidden, "FFN width, a multiple of 32")->required();
-  rn->add_option("--layers", ro.layers, "number of layers")->required();
-  rn->add_option("--heads", ro.heads, "query heads")->required();
-  rn->add_option("--kv-heads", ro.kv_heads, "key/value heads (divides --heads)")->required();
-  rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)")->required();
-  rn->add_option("--max-seq", ro.max_seq, "longest context")->required();
+  rn->add_option("--dim", ro.dim, "model width, a multiple of 32");
+  rn->add_option("--hidden", ro.hidden, "FFN width, a multiple of 32");
+  rn->add_option("--layers", ro.layers, "number of layers");
+  rn->add_option("--heads", ro.heads, "query heads");
+  rn->add_option("--kv-heads", ro.kv_heads, "key/value heads (divides --heads)");
+  rn->add_option("--vocab", ro.vocab, "vocabulary size (>= 3)");
+  rn->add_option("--max-seq", ro.max_seq, "longest context");
+  rn->add_option("--config", r_config,
+                 "a Hugging Face config.json: its architecture and shape (the shape options given override it, "
+                 "e.g. --layers 2 --vocab 512 for a short test model)");
   rn->add_option("--head-dim", ro.head_dim, "head width (default dim/heads); heads*head-dim a multiple of 32");
   rn->add_option("--seed", ro.seed, "generator seed, 0..2^64-1 (default 1); same seed, same bytes")
       ->check([](const std::string& v) {
@@ -71,6 +79,16 @@ int ml_main(int argc, char** argv) {
                  "also write the model as this GGUF file for llama.cpp (needs --scales f16; Llama: --rope-type "
                  "interleaved)");
 
+  ml_convert_hf_params ho = ml_convert_hf_defaults();
+  std::string h_dir, h_out, h_tmpl, h_wtype = "q8", h_scales = "f32";
+  CLI::App* hf = app.add_subcommand("hf", "a Hugging Face model folder (Llama, Mistral, Qwen2, Qwen3, Gemma 3, Qwen3.5)");
+  hf->add_option("dir", h_dir, "the folder: config.json, model.safetensors (or its index and shards), tokenizer.json")
+      ->required();
+  hf->add_option("-o,--output", h_out, "the .mlb file to write")->required();
+  hf->add_option("--wtype", h_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
+  hf->add_option("--scales", h_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
+  hf->add_option("--chat-template", h_tmpl, "a Jinja chat template file replacing the tokenizer's");
+
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
   ml_error err;
@@ -83,6 +101,14 @@ int ml_main(int argc, char** argv) {
     lo.wtype = wtype_of(l_wtype);
     lo.scales_f16 = l_scales == "f16";
     s = ml_convert_llama2c(&lo, &err);
+  } else if (hf->parsed()) {
+    ho.dir = h_dir.c_str();
+    ho.out = h_out.c_str();
+    ho.chat_template = h_tmpl.empty() ? nullptr : h_tmpl.c_str();
+    ho.wtype = wtype_of(h_wtype);
+    ho.scales_f16 = h_scales == "f16";
+    ho.note = print_note;
+    s = ml_convert_hf(&ho, &err);
   } else {
     ro.wtype = wtype_of(r_wtype);
     ro.scales_f16 = r_scales == "f16";
@@ -92,6 +118,11 @@ int ml_main(int argc, char** argv) {
     ro.chat_template = r_tmpl.empty() ? nullptr : r_tmpl.c_str();
     ro.out = r_out.c_str();
     ro.gguf = r_gguf.empty() ? nullptr : r_gguf.c_str();
+    ro.config = r_config.empty() ? nullptr : r_config.c_str();
+    if (!ro.config) {  // without a config every shape option is needed
+      for (const char* opt : {"--dim", "--hidden", "--layers", "--heads", "--kv-heads", "--vocab", "--max-seq"})
+        if (rn->count(opt) == 0) return ml::cli::usage_error("ml_convert", std::string("random: ") + opt + " is required (or give --config)");
+    }
     s = ml_convert_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);

@@ -90,6 +90,8 @@ int reply(chat_state& c) {
   size_t keep = 0;
   while (keep < ids.size() && keep < (size_t)held && toks[keep] == ids[keep]) ++keep;
   if (keep == ids.size()) --keep;
+  // A recurrent state (linear attention) cannot go back: reuse all of it or start over.
+  if (ml_model_get_info(c.e->model).recurrent && keep != (size_t)held) keep = 0;
   ml_error err;
   if (ml_session_truncate(s, (int)keep, &err) != ML_OK) return ml::cli::report(PROG, err);
   ml_gen_params gp{};

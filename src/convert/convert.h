@@ -42,17 +42,37 @@ struct cv_random_opts {
   const char* chat_template = nullptr;
   const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
   const char* gguf = nullptr;       // null or "": none; else the same model as GGUF too (gguf_write.h)
+  // An architecture and shape to copy (e.g. from a Hugging Face config.json): when set, every
+  // header field comes from it except the ones the options above give explicitly (a non-zero
+  // dim..max_seq, head_dim; wtype, scale_type and seed always come from the options).
+  const ml_mlb_header* config = nullptr;
+};
+
+// `ml_convert hf`: a Hugging Face model folder (hf_import.cpp documents what it reads).
+struct cv_hf_opts {
+  const char* dir = nullptr;            // config.json, model.safetensors (or the index and its shards), tokenizer.json, ...
+  const char* out = nullptr;            // the .mlb to write
+  const char* chat_template = nullptr;  // a Jinja file replacing the tokenizer's template, or null
+  uint32_t wtype = ML_DT_Q8;
+  uint32_t scale_type = ML_SCALE_F32;
+  // Called (when set) with a note the user may want (tensors skipped on purpose), one line each.
+  void (*note)(void* user, const char* msg) = nullptr;
+  void* note_user = nullptr;
 };
 
 // The defaults above, for callers without C++ member initializers (a C API).
 cv_llama2c_opts cv_llama2c_defaults();
 cv_random_opts cv_random_defaults();
+cv_hf_opts cv_hf_defaults();
 
 // Converts a llama2.c float32 checkpoint (legacy header or version 1 "ak42") and its tokenizer.
 ml_status cv_llama2c(const cv_llama2c_opts* o, ml_error* err);
 
 // Writes a random Llama model of the given shape (random.cpp documents the generator).
 ml_status cv_random(const cv_random_opts* o, ml_error* err);
+
+// Converts a Hugging Face folder (safetensors weights, config.json, tokenizer files).
+ml_status cv_hf(const cv_hf_opts* o, ml_error* err);
 
 // --- memory ----------------------------------------------------------------------------------
 
@@ -111,6 +131,10 @@ struct cv_model {
 // Appends an F32 tensor 1 x n (a norm weight). Fails (ML_E_FORMAT) on a non-finite value.
 ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err);
 
+// Appends an F32 tensor rows x cols from a row-major float matrix (Qwen3.5's ssm_conv1d). Fails
+// (ML_E_FORMAT) on a non-finite value.
+ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* x, ml_error* err);
+
 // Appends a rows x cols matrix of type m->h.wtype with scales of m->h.scale_type, quantized with
 // ml_quantize_q8_ref / ml_quantize_q4_ref from src, a row-major src_rows x src_cols float matrix
 // (src_rows <= rows, src_cols <= cols). The rows and columns src lacks are zeros: that is the FFN
@@ -122,6 +146,11 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
 
 // Writes the model with ml_mlb_write.
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
+
+// The same .mlb bytes into one malloc'd, 64-byte-aligned buffer (*out, *size; free with
+// std::free), for a model converted at load. Each tensor's bytes are freed as soon as they are
+// copied, so the peak stays near one model's size; m is spent afterwards (write it no more).
+ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err);
 
 // Decodes n little-endian float32 values from p into out (allocated here; what names them in the
 // ML_E_NOMEM message).

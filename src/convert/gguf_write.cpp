@@ -41,8 +41,6 @@ constexpr arch_desc ARCHS[] = {
     {ML_ARCH_GEMMA3, "gemma3", ML_ROPE_HALF, QK_NORM | POST, QK_NORM | POST, ML_ACT_GELU_TANH, true, true, true, true},
 };
 
-const char* rope_name(uint32_t t) { return t == ML_ROPE_HALF ? "half" : "interleaved"; }
-
 ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* err) {
   const arch_desc* a = nullptr;
   for (const arch_desc& d : ARCHS)
@@ -55,10 +53,8 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   if (h.scale_type != ML_SCALE_F16)
     return ml_fail(err, ML_E_ARG,
                    "--gguf: GGUF's Q8_0/Q4_0 blocks hold f16 scales; write the model with --scales f16 (it has f32)");
-  if (h.rope_type != a->rope_type)
-    return ml_fail(err, ML_E_ARG,
-                   "--gguf: llama.cpp's %s rotates %s pairs, the model's rope_type is %s: write it with --rope-type %s",
-                   a->name, rope_name(a->rope_type), rope_name(h.rope_type), rope_name(a->rope_type));
+  if (h.rope_type != ML_ROPE_INTERLEAVED && h.rope_type != ML_ROPE_HALF)
+    return ml_fail(err, ML_E_ARG, "--gguf: rope_type %u is not interleaved (0) or half (1)", h.rope_type);
   const uint32_t flags = h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER;
   if ((flags & ~a->flags_allowed) != 0 || (flags & a->flags_required) != a->flags_required)
     return ml_fail(err, ML_E_ARG, "--gguf: header flags 0x%x: llama.cpp's %s needs 0x%x and computes at most 0x%x",
@@ -386,15 +382,44 @@ void write_infos(sink* o, const cv_model* m, uint64_t* data_size) {
   *data_size = off;
 }
 
-// One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales.
-void write_data(sink* o, const cv_tensor& e) {
+// RoPE's pair layout. When the model's (krafla's rope_type) is not the one llama.cpp rotates for the
+// architecture, the q and k outputs are reordered within each head, as llama.cpp's converter does
+// for Llama: the outputs feeding RoPE are attn_q/attn_k's rows, their biases' elements and the q/k
+// norms' weights (the norm is applied per head before RoPE, so it moves with its element).
+// hd: the head width (n_rot == head_dim: check_header). Returns the model's index of GGUF index g.
+size_t rope_source(size_t g, size_t hd, bool to_interleaved) {
+  const size_t head = g / hd, k = g % hd, half = hd / 2;
+  if (to_interleaved)  // GGUF element 2i+j of a head is the model's element j*hd/2 + i
+    return head * hd + (k % 2) * half + k / 2;
+  return head * hd + (k < half ? 2 * k : 2 * (k - half) + 1);  // GGUF element j*hd/2 + i <- 2i+j
+}
+
+bool feeds_rope(const char* name) {
+  static const char* const SUFFIXES[] = {"attn_q", "attn_k", "attn_q.bias", "attn_k.bias", "attn_q_norm", "attn_k_norm"};
+  const char* dot = std::strncmp(name, "blk.", 4) == 0 ? std::strchr(name + 4, '.') : nullptr;
+  if (!dot) return false;
+  for (const char* s : SUFFIXES)
+    if (std::strcmp(dot + 1, s) == 0) return true;
+  return false;
+}
+
+// One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales. perm:
+// reorder the q/k outputs (rows of a matrix, elements of a 1 x n vector) within heads of hd.
+void write_data(sink* o, const cv_tensor& e, bool perm, size_t hd, bool to_interleaved) {
   const ml_mlb_tensor& t = e.t;
   if (t.type != ML_DT_Q8 && t.type != ML_DT_Q4) {
-    o->put(e.data, (size_t)gguf_bytes(t));
+    if (!perm) {
+      o->put(e.data, (size_t)gguf_bytes(t));
+      return;
+    }
+    const size_t es = t.type == ML_DT_F16 ? 2 : 4;  // 1 x n: permute elements; n x m: rows
+    const size_t n = t.rows == 1 ? t.cols : t.rows, unit = t.rows == 1 ? es : es * t.cols;
+    for (size_t g = 0; g < n; ++g) o->put(e.data + rope_source(g, hd, to_interleaved) * unit, unit);
     return;
   }
   const size_t nb = t.cols / 32, qbytes = t.type == ML_DT_Q8 ? 32 : 16;
-  for (size_t r = 0; r < t.rows; ++r) {
+  for (size_t g = 0; g < t.rows; ++g) {
+    const size_t r = perm ? rope_source(g, hd, to_interleaved) : g;
     for (size_t b = 0; b < nb; ++b) {
       const size_t blk = r * nb + b;
       o->put(e.scales + blk * 2, 2);
@@ -416,6 +441,7 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
     if ((t.type == ML_DT_Q8 || t.type == ML_DT_Q4) && t.scale_type != ML_SCALE_F16)
       return ml_fail(err, ML_E_ARG, "--gguf: tensor %s has f32 scales; write the model with --scales f16", t.name);
   }
+  const bool permute = m->h.rope_type != a->rope_type;
   vocab v;
   if (m->has_tokenizer && m->tokenizer_kind == 1) ML_TRY(vocab_from_llama2c(m, &v, err));
   else ML_TRY(vocab_placeholder(m, &v, err));
@@ -446,7 +472,8 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   write_infos(&o, m, &data_size);
   o.zeros_to(data_start);
   for (size_t i = 0; i < m->n_tensors && o.s == ML_OK; ++i) {
-    write_data(&o, m->tensors[i]);
+    write_data(&o, m->tensors[i], permute && feeds_rope(m->tensors[i].t.name), m->h.head_dim,
+               a->rope_type == ML_ROPE_INTERLEAVED);
     o.zeros_to(align_up(o.pos - data_start) + data_start);
   }
   s = o.s;

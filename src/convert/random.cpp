@@ -98,8 +98,36 @@ ml_status check_opts(const cv_random_opts* o, uint32_t* head_dim, ml_error* err)
 
 cv_random_opts cv_random_defaults() { return cv_random_opts{}; }
 
-ml_status cv_random(const cv_random_opts* o, ml_error* err) {
-  if (!o->out) return ml_fail(err, ML_E_ARG, "random: no --output path given");
+namespace {
+
+// The options with the shape of o->config filled in where the options leave it at 0.
+cv_random_opts merged_opts(const cv_random_opts* o) {
+  cv_random_opts r = *o;
+  const ml_mlb_header* c = o->config;
+  if (!c) return r;
+  auto fill = [](int64_t* v, uint32_t from) {
+    if (*v == 0) *v = from;
+  };
+  fill(&r.dim, c->dim);
+  fill(&r.hidden, c->hidden_dim);
+  fill(&r.layers, c->n_layers);
+  fill(&r.heads, c->n_heads);
+  fill(&r.kv_heads, c->n_kv_heads);
+  fill(&r.vocab, c->vocab_size);
+  fill(&r.max_seq, c->max_seq);
+  fill(&r.head_dim, c->head_dim);
+  r.tied = (c->flags & ML_FLAG_TIED_CLASSIFIER) != 0;
+  r.rope_type = c->rope_type;
+  r.rope_theta = c->rope_theta;
+  return r;
+}
+
+}  // namespace
+
+ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
+  if (!opts->out) return ml_fail(err, ML_E_ARG, "random: no --output path given");
+  const cv_random_opts merged = merged_opts(opts);
+  const cv_random_opts* o = &merged;
   const bool gguf = o->gguf && *o->gguf;
   if (gguf && std::strcmp(o->gguf, o->out) == 0)
     return ml_fail(err, ML_E_ARG, "random: --gguf and --output name the same file %s", o->out);
@@ -107,7 +135,17 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
   ML_TRY(check_opts(o, &head_dim, err));
   cv_model m;
   ml_mlb_header& h = m.h;
-  h.arch = ML_ARCH_LLAMA;
+  if (o->config) {  // the architecture's fields; the shape is set below
+    h = *o->config;
+    h.version = ML_MLB_VERSION;
+    h.n_tensors = 0;
+    h.dir_offset = h.tokenizer_offset = h.tokenizer_size = h.file_size = 0;
+  } else {
+    h.arch = ML_ARCH_LLAMA;
+    h.norm_eps = 1e-5f;
+    h.bos_id = 1;
+    h.eos_id = 2;
+  }
   h.dim = (uint32_t)o->dim;
   h.hidden_dim = h.hidden_dim_orig = (uint32_t)o->hidden;
   h.n_layers = (uint32_t)o->layers;
@@ -118,12 +156,15 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
   h.max_seq = (uint32_t)o->max_seq;
   h.wtype = o->wtype;
   h.scale_type = o->scale_type;
-  h.norm_eps = 1e-5f;
   h.rope_theta = o->rope_theta;
   h.rope_type = o->rope_type;
-  h.flags = o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
-  h.bos_id = 1;
-  h.eos_id = 2;
+  h.flags = (h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER) | (o->tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u);
+  // Gemma's √dim embedding scale follows a --dim override of the config's width.
+  if (o->config && h.dim != o->config->dim && o->config->embed_scale == std::sqrt((float)o->config->dim))
+    h.embed_scale = std::sqrt((float)h.dim);
+  if (h.n_rot > head_dim) h.n_rot = head_dim;  // a --head-dim override narrower than the config's rotation
+  if (h.bos_id >= h.vocab_size || h.eos_id >= h.vocab_size) h.bos_id = 1, h.eos_id = 2;  // a --vocab override
+  ML_TRY(ml_mlb_check_header(&h, err));
   if (o->tokenizer && *o->tokenizer) ML_TRY(cv_attach_tokenizer(&m, o->tokenizer, o->chat_template, err));
 
   rng r;
@@ -139,29 +180,62 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err) {
     ML_TRY(draw(&r, n, scale, 0.0f, &v, nm, err));
     return cv_add_matrix(&m, nm, rows, cols, v.as<float>(), rows, cols, err);
   };
-  auto norm = [&](const char* nm) {
-    ML_TRY(draw(&r, dim, 0.2f, 1.0f, &v, nm, err));
-    return cv_add_f32(&m, nm, v.as<float>(), dim, err);
+  auto vec = [&](const char* nm, uint32_t n, float scale, float offset) {
+    ML_TRY(draw(&r, n, scale, offset, &v, nm, err));
+    return cv_add_f32(&m, nm, v.as<float>(), n, err);
   };
+  auto norm = [&](const char* nm, uint32_t n) { return vec(nm, n, 0.2f, 1.0f); };
+  // Values are drawn tensor by tensor in file order; a Llama's tensors come in the order they
+  // always had, so its files stay byte-identical, and each feature's tensors sit where its flag says.
   const float emb_scale = o->tied ? std::fmin(1.0f, 2.0f / std::sqrt((float)dim)) : 1.0f;
+  const float in_scale = 1.0f / std::sqrt((float)dim);
   ML_TRY(mat("tok_embd", h.vocab_size, dim, emb_scale));
   for (uint32_t l = 0; l < h.n_layers; ++l) {
     auto nm = [&](const char* suffix) {
       std::snprintf(name, sizeof name, "blk.%u.%s", l, suffix);
       return name;
     };
-    ML_TRY(norm(nm("attn_norm")));
-    ML_TRY(mat(nm("attn_q"), q_dim, dim, 1.0f / std::sqrt((float)dim)));
-    ML_TRY(mat(nm("attn_k"), kv_dim, dim, 1.0f / std::sqrt((float)dim)));
-    ML_TRY(mat(nm("attn_v"), kv_dim, dim, 1.0f / std::sqrt((float)dim)));
+    ML_TRY(norm(nm("attn_norm"), dim));
+    if (h.linear_period > 0 && l % h.linear_period != h.linear_period - 1) {  // gated delta rule
+      const uint32_t nv = h.linear_v_heads, lin_v = nv * h.linear_v_dim;
+      const uint32_t ch = 2 * h.linear_k_heads * h.linear_k_dim + lin_v;
+      ML_TRY(mat(nm("attn_qkv"), ch, dim, in_scale));
+      ML_TRY(mat(nm("attn_gate"), lin_v, dim, in_scale));
+      ML_TRY(mat(nm("ssm_beta"), nv, dim, in_scale));
+      ML_TRY(mat(nm("ssm_alpha"), nv, dim, in_scale));
+      size_t conv_n;
+      if (!ml_mul(ch, h.linear_conv, &conv_n)) return ml_fail(err, ML_E_NOMEM, "ssm_conv1d overflows");
+      ML_TRY(draw(&r, conv_n, 0.5f, 0.0f, &v, nm("ssm_conv1d"), err));
+      ML_TRY(cv_add_f32_rows(&m, name, ch, h.linear_conv, v.as<float>(), err));
+      ML_TRY(vec(nm("ssm_a"), nv, 0.5f, -1.5f));  // A = -exp(A_log) in [-2, -1)
+      ML_TRY(vec(nm("ssm_dt"), nv, 0.5f, 0.0f));
+      ML_TRY(norm(nm("ssm_norm"), h.linear_v_dim));
+      ML_TRY(mat(nm("ssm_out"), dim, lin_v, 1.0f / std::sqrt((float)lin_v)));
+    } else {
+    ML_TRY(mat(nm("attn_q"), q_dim, dim, in_scale));
+    ML_TRY(mat(nm("attn_k"), kv_dim, dim, in_scale));
+    ML_TRY(mat(nm("attn_v"), kv_dim, dim, in_scale));
+    if (h.flags & ML_FLAG_ATTN_GATE) ML_TRY(mat(nm("attn_gate"), q_dim, dim, in_scale));
+    if (h.flags & ML_FLAG_QKV_BIAS) {
+      ML_TRY(vec(nm("attn_q.bias"), q_dim, 0.5f, 0.0f));
+      ML_TRY(vec(nm("attn_k.bias"), kv_dim, 0.5f, 0.0f));
+      ML_TRY(vec(nm("attn_v.bias"), kv_dim, 0.5f, 0.0f));
+    }
+    if (h.flags & ML_FLAG_QK_NORM) {
+      ML_TRY(norm(nm("attn_q_norm"), head_dim));
+      ML_TRY(norm(nm("attn_k_norm"), head_dim));
+    }
     ML_TRY(mat(nm("attn_output"), dim, q_dim, 1.0f / std::sqrt((float)q_dim)));
-    ML_TRY(norm(nm("ffn_norm")));
-    ML_TRY(mat(nm("ffn_gate"), hid, dim, 1.0f / std::sqrt((float)dim)));
-    ML_TRY(mat(nm("ffn_up"), hid, dim, 1.0f / std::sqrt((float)dim)));
+    }
+    if (h.flags & ML_FLAG_POST_NORMS) ML_TRY(norm(nm("post_attention_norm"), dim));
+    ML_TRY(norm(nm("ffn_norm"), dim));
+    ML_TRY(mat(nm("ffn_gate"), hid, dim, in_scale));
+    ML_TRY(mat(nm("ffn_up"), hid, dim, in_scale));
     ML_TRY(mat(nm("ffn_down"), dim, hid, 1.0f / std::sqrt((float)hid)));
+    if (h.flags & ML_FLAG_POST_NORMS) ML_TRY(norm(nm("post_ffw_norm"), dim));
   }
-  ML_TRY(norm("output_norm"));
-  if (!o->tied) ML_TRY(mat("output", h.vocab_size, dim, 1.0f / std::sqrt((float)dim)));
+  ML_TRY(norm("output_norm", dim));
+  if (!o->tied) ML_TRY(mat("output", h.vocab_size, dim, in_scale));
   v = cv_buf{};
   // The GGUF first: the writer refuses a model llama.cpp would run differently before writing anything.
   if (gguf) ML_TRY(cv_write_gguf(&m, o->gguf, err));

@@ -134,20 +134,27 @@ ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what,
   return ML_OK;
 }
 
-ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err) {
+ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* x, ml_error* err) {
   ml_mlb_tensor t;
   ML_TRY(set_name(&t, name, err));
   t.type = ML_DT_F32;
   t.scale_type = 0;
-  t.rows = 1;
-  t.cols = n;
+  t.rows = rows;
+  t.cols = cols;
+  size_t n;
+  if (!ml_mul(rows, cols, &n)) return ml_fail(err, ML_E_NOMEM, "tensor %s: %ux%u overflows", name, rows, cols);
   cv_buf data;
   ML_TRY(cv_alloc(&data, n, 4, err, "tensor %s", name));
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return ml_fail(err, ML_E_FORMAT, "tensor %s: value %d is %g", name, (int)i, (double)x[i]);
-    put_f32(data.data + (size_t)i * 4, x[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i]))
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %zu is %g", name, i, (double)x[i]);
+    put_f32(data.data + i * 4, x[i]);
   }
   return push_tensor(m, t, &data, nullptr, err);
+}
+
+ml_status cv_add_f32(cv_model* m, const char* name, const float* x, uint32_t n, ml_error* err) {
+  return cv_add_f32_rows(m, name, 1, n, x, err);
 }
 
 ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* src,
@@ -215,33 +222,64 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
   return push_tensor(m, t, &data, &scales, err);
 }
 
-ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
+namespace {
+
+// What cv_write and cv_write_memory hand the writer: the checked header, the tensor list and the
+// tokenizer section's payload.
+struct write_args {
+  cv_buf list;
+  const uint8_t* tok = nullptr;
+  size_t tok_size = 0;
+};
+
+ml_status prepare_write(const cv_model* m, const char* what, write_args* a, ml_error* err) {
   // The engine's limits (model/limits.h), checked once more on what is written: the converters
   // check their inputs first, with messages naming the option or checkpoint field.
   const ml_status hs = ml_mlb_check_header(&m->h, err);
-  if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", path, err ? err->msg : "");
+  if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", what, err ? err->msg : "");
   if (m->n_tensors == 0 || m->n_tensors > ML_LIMIT_TENSORS)
-    return ml_fail(err, ML_E_SHAPE, "%s: %zu tensors, outside 1..%u", path, m->n_tensors, ML_LIMIT_TENSORS);
-  cv_buf list;
-  ML_TRY(cv_alloc(&list, m->n_tensors, sizeof(ml_mlb_tensor_src), err, "%s: the list of %zu tensors", path,
+    return ml_fail(err, ML_E_SHAPE, "%s: %zu tensors, outside 1..%u", what, m->n_tensors, ML_LIMIT_TENSORS);
+  ML_TRY(cv_alloc(&a->list, m->n_tensors, sizeof(ml_mlb_tensor_src), err, "%s: the list of %zu tensors", what,
                   m->n_tensors));
-  ml_mlb_tensor_src* src = list.as<ml_mlb_tensor_src>();
+  ml_mlb_tensor_src* src = a->list.as<ml_mlb_tensor_src>();
   for (size_t i = 0; i < m->n_tensors; ++i) {
     src[i].t = m->tensors[i].t;
     src[i].data = m->tensors[i].data;
     src[i].scales = m->tensors[i].scales;
   }
   static const uint8_t empty = 0;
-  const uint8_t* tok = nullptr;
-  size_t tok_size = 0;
   if (m->has_tokenizer && m->tokenizer_kind == 2) {
-    tok = m->hf_bundle.data;
-    tok_size = m->hf_bundle.size;
+    a->tok = m->hf_bundle.data;
+    a->tok_size = m->hf_bundle.size;
   } else if (m->has_tokenizer) {
-    tok = m->tokenizer.size == 0 ? &empty : m->tokenizer.data;
-    tok_size = m->tokenizer.size;
+    a->tok = m->tokenizer.size == 0 ? &empty : m->tokenizer.data;
+    a->tok_size = m->tokenizer.size;
   }
-  return ml_mlb_write(path, &m->h, src, m->n_tensors, tok, tok_size, err, m->tokenizer_kind);
+  return ML_OK;
+}
+
+// Frees tensor i's bytes once the memory writer has copied them.
+void free_tensor(void* user, size_t i) {
+  cv_tensor& t = static_cast<cv_model*>(user)->tensors[i];
+  std::free(t.data);
+  std::free(t.scales);
+  t.data = t.scales = nullptr;
+}
+
+}  // namespace
+
+ml_status cv_write(const cv_model* m, const char* path, ml_error* err) {
+  write_args a;
+  ML_TRY(prepare_write(m, path, &a, err));
+  return ml_mlb_write(path, &m->h, a.list.as<ml_mlb_tensor_src>(), m->n_tensors, a.tok, a.tok_size, err,
+                      m->tokenizer_kind);
+}
+
+ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err) {
+  write_args a;
+  ML_TRY(prepare_write(m, "the converted model", &a, err));
+  return ml_mlb_write_memory(&m->h, a.list.as<ml_mlb_tensor_src>(), m->n_tensors, a.tok, a.tok_size,
+                             m->tokenizer_kind, out, size, free_tensor, m, err);
 }
 
 // The loader's own checks (model/tokenizer/llama2c.h), so the converter writes no tokenizer the

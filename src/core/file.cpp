@@ -135,13 +135,40 @@ void ml_file_borrow(ml_file* f, const void* data, size_t size) {
   f->input_slot = -1;
 }
 
+void ml_file_adopt(ml_file* f, void* data, size_t size) {
+  ml_file_borrow(f, data, size);
+  f->borrowed = false;  // close frees it
+#if !ML_NO_MMAP
+  // An unlinked temporary file, mapped: its pages can be dropped once packed and reread when
+  // needed, like a model opened from disk. Without one (no space, no TMPDIR) the buffer stays.
+  if (size == 0) return;
+  const char* dir = std::getenv("TMPDIR");
+  const int fd = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(data) + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  void* p = done == size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (p == MAP_FAILED) return;
+  std::free(data);
+  f->data = static_cast<const uint8_t*>(p);
+  f->mapped = true;
+#endif
+}
+
 void ml_file_release(const ml_file* f, size_t offset, size_t len) {
 #if !ML_NO_MMAP
-  if (!f->mapped || len == 0) return;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t begin = (offset + page - 1) / page * page;  // whole pages inside the range only
-  const size_t end = (offset + len) / page * page;
-  if (end > begin) ::madvise(const_cast<uint8_t*>(f->data) + begin, end - begin, MADV_DONTNEED);
+  if (!f->mapped || len == 0) return;  // heap pages would lose their contents
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(f->data) + offset;
+  const uintptr_t begin = (a + page - 1) / page * page;  // whole pages inside the range only
+  const uintptr_t end = (a + len) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 #else
   (void)f; (void)offset; (void)len;
 #endif

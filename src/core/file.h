@@ -33,6 +33,12 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err);
 // Wraps a caller-owned buffer (the wasm loader passes bytes it received); close does not free it.
 void ml_file_borrow(ml_file* f, const void* data, size_t size);
 
+// Takes a malloc'd buffer (a model converted at load). Where files can be mapped, the bytes move
+// to an unlinked temporary file in $TMPDIR (default /tmp) that is mapped instead, and the buffer
+// is freed, so packing can release the originals' pages as it does for a model read from disk;
+// otherwise the buffer stays and close frees it with std::free.
+void ml_file_adopt(ml_file* f, void* data, size_t size);
+
 // Tells the OS the pages of [offset, offset + len) will not be read again (madvise DONTNEED on
 // a mapping; a no-op otherwise). Used to release weights once they have been packed.
 void ml_file_release(const ml_file* f, size_t offset, size_t len);

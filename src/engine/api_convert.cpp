@@ -1,5 +1,6 @@
 // The public API's converters (krafla.h, "Converting") over the converter library (src/convert).
 #include "convert/convert.h"
+#include "convert/hf_config.h"
 #include "krafla.h"
 
 extern "C" {
@@ -55,7 +56,32 @@ ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err) {
   o.chat_template = p->chat_template;
   o.out = p->out;
   o.gguf = p->gguf;
+  ml_mlb_header config;
+  if (p->config) {
+    ML_TRY(cv_hf_config_read(p->config, nullptr, &config, err));
+    o.config = &config;
+  }
   return cv_random(&o, err);
+}
+
+ml_convert_hf_params ml_convert_hf_defaults(void) {
+  const cv_hf_opts d = cv_hf_defaults();
+  ml_convert_hf_params p{};
+  p.wtype = (int)d.wtype;
+  p.scales_f16 = d.scale_type == ML_SCALE_F16;
+  return p;
+}
+
+ml_status ml_convert_hf(const ml_convert_hf_params* p, ml_error* err) {
+  cv_hf_opts o = cv_hf_defaults();
+  o.dir = p->dir;
+  o.chat_template = p->chat_template;
+  o.out = p->out;
+  o.wtype = (uint32_t)p->wtype;
+  o.scale_type = p->scales_f16 ? ML_SCALE_F16 : ML_SCALE_F32;
+  o.note = p->note;
+  o.note_user = p->note_user;
+  return cv_hf(&o, err);
 }
 
 }  // extern "C"

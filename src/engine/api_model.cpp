@@ -170,6 +170,7 @@ ml_model_info ml_model_get_info(const ml_model* m) {
   i.pack_cache_written = m->pack_cache_written;
   i.packed_bytes = m->packed_bytes;
   i.model_bytes = m->file.size;
+  i.recurrent = m->cfg.n_linear > 0 ? 1 : 0;
   return i;
 }
 
@@ -243,8 +244,16 @@ const int32_t* ml_session_tokens(const ml_session* s) { return s->tokens; }
 ml_status ml_session_truncate(ml_session* s, int n, ml_error* err) {
   if (n < 0 || n > s->n_past)
     return ml_fail(err, ML_E_ARG, "truncate to %d positions: the session holds %d", n, s->n_past);
-  // A later layer kind with a recurrent state (no per-position history) will refuse any n but
-  // 0 and n_past here: its state cannot rewind.
+  // Linear-attention layers keep a recurrent state, not a per-position history: it can start
+  // over, or continue where it is, but not go back.
+  if (s->model->cfg.n_linear > 0 && n != s->n_past) {
+    if (n != 0)
+      return ml_fail(err, ML_E_ARG,
+                     "truncate to %d positions: this model's linear-attention layers keep a recurrent state that "
+                     "cannot rewind (the session is at %d; truncate to 0 and feed the tokens again)",
+                     n, s->n_past);
+    ml_session_clear_state(s);
+  }
   s->n_past = n;
   s->has_logits = false;
   return ML_OK;

@@ -13,13 +13,22 @@ ml_status carve(ml_exec* e, const ml_model* m, ml_error* err) {
   const ml_config& c = m->cfg;
   ml_arena* a = &e->arena;
   const size_t B = (size_t)e->p.max_batch, T = (size_t)e->p.n_threads, ctx = (size_t)m->ctx;
-  const size_t act_n = (size_t)std::max({c.dim, c.q_dim, c.hidden_dim});
+  const int lin_v = c.delta.n_v_heads * c.delta.v_dim;
+  const size_t act_n = (size_t)std::max({c.dim, c.q_dim, c.hidden_dim, c.n_linear > 0 ? lin_v : 0});
   ML_TRY(ml_arena_take2(a, B, c.dim, &e->x, err));
   ML_TRY(ml_arena_take2(a, B, std::max(c.dim, c.q_dim), &e->xb, err));
   ML_TRY(ml_arena_take2(a, B, c.dim, &e->xb2, err));
   ML_TRY(ml_arena_take2(a, B, c.q_dim, &e->q, err));
   ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->k, err));
   ML_TRY(ml_arena_take2(a, B, c.kv_dim, &e->v, err));
+  if (c.attn_gate) ML_TRY(ml_arena_take2(a, B, c.q_dim, &e->gate, err));
+  if (c.n_linear > 0) {
+    ML_TRY(ml_arena_take2(a, B, (size_t)ml_delta_channels(&c.delta), &e->lin_qkv, err));
+    ML_TRY(ml_arena_take2(a, B, (size_t)lin_v, &e->lin_z, err));
+    ML_TRY(ml_arena_take2(a, B, (size_t)c.delta.n_v_heads, &e->lin_b, err));
+    ML_TRY(ml_arena_take2(a, B, (size_t)c.delta.n_v_heads, &e->lin_a, err));
+    ML_TRY(ml_arena_take2(a, B, 1, &e->lin_states, err));
+  }
   ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb, err));
   ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb2, err));
   ML_TRY(ml_arena_take2(a, B, act_n, &e->act_q, err));

@@ -32,6 +32,11 @@ struct ml_exec {
   ml_arena arena;
   float *x = nullptr, *xb = nullptr, *xb2 = nullptr;  // [batch][dim] residual; [batch][max(dim, q_dim)]; [batch][dim]
   float *q = nullptr, *k = nullptr, *v = nullptr;     // [batch][q_dim], [batch][kv_dim] x 2
+  float* gate = nullptr;                              // [batch][q_dim] the attention output gate (attn_gate models)
+  // Linear-attention layers: [batch][channels] qkv, [batch][nv * dv] z (then the op's output),
+  // [batch][nv] b and a, and each token's recurrent state.
+  float *lin_qkv = nullptr, *lin_z = nullptr, *lin_b = nullptr, *lin_a = nullptr;
+  ml_delta_state** lin_states = nullptr;
   float *hb = nullptr, *hb2 = nullptr;                // [batch][hidden_dim]
   int8_t* act_q = nullptr;                            // [batch][act_n] quantized activations
   float* act_d = nullptr;                             // their block scales

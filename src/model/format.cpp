@@ -127,6 +127,15 @@ ml_status ml_mlb_check_header(const ml_mlb_header* h, ml_error* err) {
   if (h->activation > ML_ACT_GELU_TANH) return ml_fail(err, ML_E_FORMAT, "header: unknown activation %u", h->activation);
   if (!(h->embed_scale > 0.0f && h->embed_scale < 1e6f))
     return ml_fail(err, ML_E_FORMAT, "header: embed_scale %g is not positive and finite", (double)h->embed_scale);
+  if (h->rope_scaling == ML_ROPE_SCALING_LLAMA3 &&
+      !(h->rope_orig_max_seq > 0 && h->rope_low_freq_factor > 0.0f && h->rope_high_freq_factor > h->rope_low_freq_factor &&
+        h->rope_high_freq_factor < 1e6f))
+    return ml_fail(err, ML_E_FORMAT,
+                   "header: llama3 rope scaling needs rope_orig_max_seq > 0 (%u) and 0 < rope_low_freq_factor (%g) < "
+                   "rope_high_freq_factor (%g)",
+                   h->rope_orig_max_seq, (double)h->rope_low_freq_factor, (double)h->rope_high_freq_factor);
+  if (h->sliding_window > ML_LIMIT_MAX_SEQ)
+    return ml_fail(err, ML_E_SHAPE, "header: sliding_window %u is above the limit %u", h->sliding_window, ML_LIMIT_MAX_SEQ);
   if (h->flags & ~ML_FLAGS_KNOWN) return ml_fail(err, ML_E_FORMAT, "header: unknown flags 0x%x", h->flags & ~ML_FLAGS_KNOWN);
   if (!(h->rope_local_theta >= 0.0f && h->rope_local_theta < 1e12f))
     return ml_fail(err, ML_E_FORMAT, "header: rope_local_theta %g is not 0 or positive and finite", (double)h->rope_local_theta);

@@ -10,6 +10,7 @@
 #include "model/format_write.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -96,52 +97,58 @@ ml_status layout(const char* path, ml_mlb_header* hdr, const ml_mlb_tensor_src* 
   return ML_OK;
 }
 
+// Where the bytes go: the output file, or one buffer of file_size bytes.
+struct sink {
+  ml_out_file* f = nullptr;
+  uint8_t* mem = nullptr;
+  ml_status put(const void* p, uint64_t at, uint64_t n, ml_error* err) {
+    if (f) return ml_out_write(f, p, (size_t)n, err);
+    std::memcpy(mem + at, p, (size_t)n);
+    return ML_OK;
+  }
+};
+
 // Writes zeros from *pos up to offset, then n bytes of p; *pos follows.
-ml_status write_at(ml_out_file* f, uint64_t* pos, uint64_t offset, const void* p, uint64_t n, ml_error* err) {
+ml_status write_at(sink* o, uint64_t* pos, uint64_t offset, const void* p, uint64_t n, ml_error* err) {
   static const uint8_t zeros[ML_MLB_ALIGN] = {0};
   while (*pos < offset) {
     const uint64_t k = offset - *pos < ML_MLB_ALIGN ? offset - *pos : ML_MLB_ALIGN;
-    ML_TRY(ml_out_write(f, zeros, (size_t)k, err));
+    ML_TRY(o->put(zeros, *pos, k, err));
     *pos += k;
   }
-  ML_TRY(ml_out_write(f, p, (size_t)n, err));
+  ML_TRY(o->put(p, *pos, n, err));
   *pos += n;
   return ML_OK;
 }
 
-}  // namespace
-
-ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
-                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind) {
+// Checks the arguments and computes the final header (layout()).
+ml_status plan(const char* what, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+               const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, ml_mlb_header* hdr,
+               ml_error* err) {
   if (tokenizer && tokenizer_kind != 1 && tokenizer_kind != 2)
-    return ml_fail(err, ML_E_ARG, "%s: tokenizer kind %u is not 1 or 2", path, tokenizer_kind);
+    return ml_fail(err, ML_E_ARG, "%s: tokenizer kind %u is not 1 or 2", what, tokenizer_kind);
   if (n_tensors > UINT32_MAX)
-    return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", path, n_tensors);
-  if (n_tensors > 0 && !tensors) return ml_fail(err, ML_E_ARG, "%s: no tensors given", path);
+    return ml_fail(err, ML_E_ARG, "%s: %zu tensors do not fit the directory", what, n_tensors);
+  if (n_tensors > 0 && !tensors) return ml_fail(err, ML_E_ARG, "%s: no tensors given", what);
+  *hdr = *h;
+  hdr->version = ML_MLB_VERSION;
+  hdr->header_size = ML_MLB_HEADER_SIZE;
+  hdr->n_tensors = (uint32_t)n_tensors;
+  hdr->dir_offset = ML_MLB_HEADER_SIZE;
+  return layout(what, hdr, tensors, n_tensors, tokenizer != nullptr, tokenizer_size, err);
+}
 
-  ml_mlb_header hdr = *h;
-  hdr.version = ML_MLB_VERSION;
-  hdr.header_size = ML_MLB_HEADER_SIZE;
-  hdr.n_tensors = (uint32_t)n_tensors;
-  hdr.dir_offset = ML_MLB_HEADER_SIZE;
-  ML_TRY(layout(path, &hdr, tensors, n_tensors, tokenizer != nullptr, tokenizer_size, err));
-
-  // The output is big (up to the whole model): on the heap, not the stack.
-  ml_out_file* f = new (std::nothrow) ml_out_file;
-  if (!f) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the output", path);
-  ml_status s = ml_out_open(f, path, nullptr, 0, err);
-  if (s != ML_OK) {
-    delete f;
-    return s;
-  }
-
+// The header, the directory, the arrays in order and the tokenizer section, laid out by plan().
+ml_status emit(sink* o, const char* what, const ml_mlb_header& hdr, const ml_mlb_tensor_src* tensors,
+               size_t n_tensors, const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind,
+               void (*after_tensor)(void*, size_t), void* user, ml_error* err) {
   uint64_t at = 0;  // bytes written so far
   uint8_t buf[ML_MLB_HEADER_SIZE];
   ml_mlb_encode_header(&hdr, buf);
-  s = write_at(f, &at, 0, buf, ML_MLB_HEADER_SIZE, err);
+  ml_status s = write_at(o, &at, 0, buf, ML_MLB_HEADER_SIZE, err);
 
   // The directory, then the arrays in order. Each entry is recomputed one at a time, so the
-  // writer needs no allocation; layout() above already validated every entry.
+  // writer needs no allocation; layout() already validated every entry.
   for (size_t pass = 0; pass < 2; ++pass) {
     uint64_t pos = (uint64_t)ML_MLB_HEADER_SIZE + (uint64_t)n_tensors * ML_MLB_DIR_ENTRY_SIZE;
     for (size_t i = 0; s == ML_OK && i < n_tensors; ++i) {
@@ -159,23 +166,71 @@ ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_te
       if (pass == 0) {
         uint8_t e[ML_MLB_DIR_ENTRY_SIZE];
         ml_mlb_encode_tensor(&t, e);
-        s = write_at(f, &at, ML_MLB_HEADER_SIZE + (uint64_t)i * ML_MLB_DIR_ENTRY_SIZE, e, ML_MLB_DIR_ENTRY_SIZE, err);
+        s = write_at(o, &at, ML_MLB_HEADER_SIZE + (uint64_t)i * ML_MLB_DIR_ENTRY_SIZE, e, ML_MLB_DIR_ENTRY_SIZE, err);
       } else {
-        s = write_at(f, &at, t.data_offset, tensors[i].data, t.data_size, err);
-        if (s == ML_OK && is_quant(t.type)) s = write_at(f, &at, t.scale_offset, tensors[i].scales, t.scale_size, err);
+        s = write_at(o, &at, t.data_offset, tensors[i].data, t.data_size, err);
+        if (s == ML_OK && is_quant(t.type)) s = write_at(o, &at, t.scale_offset, tensors[i].scales, t.scale_size, err);
+        if (s == ML_OK && after_tensor) after_tensor(user, i);
       }
     }
   }
   if (s == ML_OK && tokenizer) {
     const uint8_t head[8] = {(uint8_t)tokenizer_kind, 0, 0, 0, 0, 0, 0, 0};  // kind, reserved 0
-    s = write_at(f, &at, hdr.tokenizer_offset, head, 8, err);
-    if (s == ML_OK) s = write_at(f, &at, at, tokenizer, tokenizer_size, err);
+    s = write_at(o, &at, hdr.tokenizer_offset, head, 8, err);
+    if (s == ML_OK) s = write_at(o, &at, at, tokenizer, tokenizer_size, err);
   }
   if (s == ML_OK && at != hdr.file_size)  // cannot happen unless the layout passes disagree
-    s = ml_fail(err, ML_E_IO, "cannot write %s: wrote %llu bytes, the layout says %llu", path,
+    s = ml_fail(err, ML_E_IO, "cannot write %s: wrote %llu bytes, the layout says %llu", what,
                 (unsigned long long)at, (unsigned long long)hdr.file_size);
+  return s;
+}
+
+}  // namespace
+
+ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                       const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind) {
+  ml_mlb_header hdr;
+  ML_TRY(plan(path, h, tensors, n_tensors, tokenizer, tokenizer_size, tokenizer_kind, &hdr, err));
+  // The output is big (up to the whole model): on the heap, not the stack.
+  ml_out_file* f = new (std::nothrow) ml_out_file;
+  if (!f) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the output", path);
+  ml_status s = ml_out_open(f, path, nullptr, 0, err);
+  if (s != ML_OK) {
+    delete f;
+    return s;
+  }
+  sink o;
+  o.f = f;
+  s = emit(&o, path, hdr, tensors, n_tensors, tokenizer, tokenizer_size, tokenizer_kind, nullptr, nullptr, err);
   if (s == ML_OK) s = ml_out_commit(f, err);
   ml_out_discard(f);  // a no-op after a commit
   delete f;
   return s;
+}
+
+ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                              const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, uint8_t** out,
+                              size_t* size, void (*after_tensor)(void*, size_t), void* user, ml_error* err) {
+  *out = nullptr;
+  *size = 0;
+  ml_mlb_header hdr;
+  ML_TRY(plan("the converted model", h, tensors, n_tensors, tokenizer, tokenizer_size, tokenizer_kind, &hdr, err));
+  if (hdr.file_size > SIZE_MAX - ML_MLB_ALIGN)
+    return ml_fail(err, ML_E_NOMEM, "the converted model of %llu bytes does not fit in memory",
+                   (unsigned long long)hdr.file_size);
+  const size_t bytes = (size_t)((hdr.file_size + ML_MLB_ALIGN - 1) & ~(ML_MLB_ALIGN - 1));
+  uint8_t* mem = static_cast<uint8_t*>(std::aligned_alloc(ML_MLB_ALIGN, bytes));
+  if (!mem)
+    return ml_fail(err, ML_E_NOMEM, "cannot allocate %zu bytes for the converted model", bytes);
+  sink o;
+  o.mem = mem;
+  const ml_status s = emit(&o, "the converted model", hdr, tensors, n_tensors, tokenizer, tokenizer_size,
+                           tokenizer_kind, after_tensor, user, err);
+  if (s != ML_OK) {
+    std::free(mem);
+    return s;
+  }
+  *out = mem;
+  *size = (size_t)hdr.file_size;
+  return ML_OK;
 }

@@ -23,3 +23,10 @@ struct ml_mlb_tensor_src {
 // a file the process has open through ml_file_open (an input).
 ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
                        const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind = 1);
+
+// The same bytes into one 64-byte-aligned buffer of *size bytes (free it with std::free), for a
+// model converted at load. after_tensor (may be null) is called with i once tensor i's bytes are
+// copied, so the caller can free its copy and keep the peak near one model's size.
+ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                              const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, uint8_t** out,
+                              size_t* size, void (*after_tensor)(void*, size_t), void* user, ml_error* err);

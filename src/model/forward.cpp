@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "kernels/bind.h"
 #include "ops/attention.h"
+#include "ops/delta.h"
 #include "ops/matvec.h"
 
 namespace k = ml::k::active;
@@ -38,6 +40,39 @@ ml_qbatch quantize_rows(ml_exec* e, const float* x, int ld, int w, int n) {
   return b;
 }
 
+// x[n] += b[n] (a projection's bias).
+void add_bias(float* x, const float* b, int n) {
+  if (b) k::add(x, b, n);
+}
+
+// RMSNorm of each of n_heads heads of x in place with one weight of head_dim values.
+void norm_heads(float* x, const float* w, int n_heads, int head_dim, float eps) {
+  for (int h = 0; h < n_heads; ++h) k::rmsnorm(x + (size_t)h * head_dim, x + (size_t)h * head_dim, w, head_dim, eps);
+}
+
+// RoPE on the first R.n_rot dimensions of each head (all of them unless the model rotates part).
+void rope_heads(float* x, int n_heads, int head_dim, const ml_rope_table& R, int pos) {
+  const size_t half = (size_t)R.n_rot / 2;
+  const float* cs = R.cos + (size_t)pos * half;
+  const float* sn = R.sin + (size_t)pos * half;
+  if (R.n_rot == head_dim) {
+    k::rope(x, n_heads, head_dim, cs, sn, R.type);
+    return;
+  }
+  for (int h = 0; h < n_heads; ++h) k::rope(x + (size_t)h * head_dim, 1, R.n_rot, cs, sn, R.type);
+}
+
+// x += y, or x += rmsnorm(y) * w when the model has post-norms (Gemma 3). y may be overwritten.
+void residual(float* x, float* y, const float* post_norm, int dim, float eps) {
+  if (post_norm) k::rmsnorm(y, y, post_norm, dim, eps);
+  k::add(x, y, dim);
+}
+
+// o[i] *= sigmoid(g[i]) (Qwen3.5's gated attention output).
+void gate_sigmoid(float* o, const float* g, int n) {
+  for (int i = 0; i < n; ++i) o[i] = o[i] * (1.0f / (1.0f + std::exp(-g[i])));
+}
+
 void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_layer& L, int l, stage_timer& tm) {
   const ml_config& c = m->cfg;
   const int n = b->n;
@@ -49,31 +84,77 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
   ml_op_matmul(e->pool, e->q, c.q_dim, &L.wq, &xq);
   ml_op_matmul(e->pool, e->k, c.kv_dim, &L.wk, &xq);
   ml_op_matmul(e->pool, e->v, c.kv_dim, &L.wv, &xq);
+  if (c.attn_gate) ml_op_matmul(e->pool, e->gate, c.q_dim, &L.wg, &xq);
   tm.mark(ML_STAGE_QKV);
 
-  const ml_rope_table& R = *L.rope;
-  const size_t half = (size_t)R.n_rot / 2;
   for (int t = 0; t < n; ++t) {
     const int pos = b->pos[t];
-    const float* cs = R.cos + (size_t)pos * half;
-    const float* sn = R.sin + (size_t)pos * half;
     float* q = e->q + (size_t)t * c.q_dim;
     float* kk = e->k + (size_t)t * c.kv_dim;
-    k::rope(q, c.n_heads, c.head_dim, cs, sn, R.type);
-    k::rope(kk, c.n_kv_heads, c.head_dim, cs, sn, R.type);
+    float* v = e->v + (size_t)t * c.kv_dim;
+    add_bias(q, L.bq, c.q_dim);
+    add_bias(kk, L.bk, c.kv_dim);
+    add_bias(v, L.bv, c.kv_dim);
+    if (c.qk_norm) {
+      norm_heads(q, L.q_norm, c.n_heads, c.head_dim, c.norm_eps);
+      norm_heads(kk, L.k_norm, c.n_kv_heads, c.head_dim, c.norm_eps);
+    }
+    rope_heads(q, c.n_heads, c.head_dim, *L.rope, pos);
+    rope_heads(kk, c.n_kv_heads, c.head_dim, *L.rope, pos);
     const ml_kv_layer* cache = &b->sessions[t]->layers[l];
-    ml_op_kv_store(cache, &L.attn, pos, kk, e->v + (size_t)t * c.kv_dim);
+    ml_op_kv_store(cache, &L.attn, pos, kk, v);
     e->caches[t] = cache;
   }
   tm.mark(ML_STAGE_OTHER);
   ml_op_attention(e->pool, e->xb, ldxb, e->q, c.q_dim, n, b->pos, e->caches, &L.attn, &e->attn);
   tm.mark(ML_STAGE_ATTENTION);
+  if (c.attn_gate)
+    for (int t = 0; t < n; ++t) gate_sigmoid(e->xb + (size_t)t * ldxb, e->gate + (size_t)t * c.q_dim, c.q_dim);
 
   const ml_qbatch oq = quantize_rows(e, e->xb, ldxb, c.q_dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.wo, &oq);
   tm.mark(ML_STAGE_WO);
-  for (int t = 0; t < n; ++t) k::add(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, c.dim);
+  for (int t = 0; t < n; ++t)
+    residual(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, L.attn_post_norm, c.dim, c.norm_eps);
+}
+
+// A gated-delta (linear attention) layer: the four projections of the normed input, the op
+// (ops/delta.h: convolution, recurrent update, gated norm), and ssm_out back into the residual.
+void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_layer& L, int l, stage_timer& tm) {
+  const ml_config& c = m->cfg;
+  const int n = b->n;
+  const int ldxb = std::max(c.dim, c.q_dim);
+  const int nv = c.delta.n_v_heads, lin_v = nv * c.delta.v_dim, ch = ml_delta_channels(&c.delta);
+  for (int t = 0; t < n; ++t)
+    k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
+  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
+  tm.mark(ML_STAGE_OTHER);
+  ml_op_matmul(e->pool, e->lin_qkv, ch, &L.wqkv, &xq);
+  ml_op_matmul(e->pool, e->lin_z, lin_v, &L.wz, &xq);
+  ml_op_matmul(e->pool, e->lin_b, nv, &L.wbeta, &xq);
+  ml_op_matmul(e->pool, e->lin_a, nv, &L.walpha, &xq);
+  tm.mark(ML_STAGE_QKV);
+  for (int t = 0; t < n; ++t) e->lin_states[t] = &b->sessions[t]->delta[l];
+  ml_delta_batch db;
+  db.n = n;
+  db.qkv = e->lin_qkv;
+  db.ld_qkv = ch;
+  db.z = e->lin_z;
+  db.ld_z = lin_v;
+  db.b = e->lin_b;
+  db.a = e->lin_a;
+  db.out = e->lin_z;  // in place
+  db.ld_out = lin_v;
+  db.states = e->lin_states;
+  ml_op_delta(e->pool, &db, &c.delta, &L.delta);
+  tm.mark(ML_STAGE_ATTENTION);
+  const ml_qbatch oq = quantize_rows(e, e->lin_z, lin_v, lin_v, n);
+  tm.mark(ML_STAGE_OTHER);
+  ml_op_matmul(e->pool, e->xb2, c.dim, &L.wssm_out, &oq);
+  tm.mark(ML_STAGE_WO);
+  for (int t = 0; t < n; ++t)
+    residual(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, L.attn_post_norm, c.dim, c.norm_eps);
 }
 
 void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_timer& tm) {
@@ -86,13 +167,25 @@ void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_ti
   ml_op_matmul(e->pool, e->hb, c.hidden_dim, &L.w1, &xq);
   ml_op_matmul(e->pool, e->hb2, c.hidden_dim, &L.w3, &xq);
   tm.mark(ML_STAGE_FFN);
-  for (int t = 0; t < n; ++t)
-    k::silu_mul(e->hb + (size_t)t * c.hidden_dim, e->hb2 + (size_t)t * c.hidden_dim, c.hidden_dim);
+  for (int t = 0; t < n; ++t) {
+    float* g = e->hb + (size_t)t * c.hidden_dim;
+    const float* u = e->hb2 + (size_t)t * c.hidden_dim;
+    if (c.gelu)
+      k::gelu_mul(g, u, c.hidden_dim);
+    else
+      k::silu_mul(g, u, c.hidden_dim);
+  }
   const ml_qbatch hq = quantize_rows(e, e->hb, c.hidden_dim, c.hidden_dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.w2, &hq);
   tm.mark(ML_STAGE_FFN);
-  for (int t = 0; t < n; ++t) k::add(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, c.dim);
+  for (int t = 0; t < n; ++t)
+    residual(e->x + (size_t)t * c.dim, e->xb2 + (size_t)t * c.dim, L.ffn_post_norm, c.dim, c.norm_eps);
+}
+
+// logits = c * tanh(logits / c) (Gemma's final soft-capping).
+void softcap(float* logits, int n, float cap) {
+  for (int i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
 }
 
 }  // namespace
@@ -104,7 +197,10 @@ int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
   for (int t = 0; t < n; ++t) ml_model_embed(m, b->tokens[t], e->x + (size_t)t * c.dim);
   for (int l = 0; l < c.n_layers; ++l) {
     const ml_layer& L = m->layers[l];
-    attention_block(m, e, b, L, l, tm);
+    if (L.kind == ML_LAYER_LINEAR)
+      linear_block(m, e, b, L, l, tm);
+    else
+      attention_block(m, e, b, L, l, tm);
     ffn_block(m, e, n, L, tm);
   }
   // The classifier, over the tokens that asked for logits (in batch order).
@@ -120,6 +216,7 @@ int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, rows);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->logits, c.vocab_size, &m->output, &xq);
+  if (c.logit_softcap > 0) softcap(e->logits, rows * c.vocab_size, c.logit_softcap);
   tm.mark(ML_STAGE_CLASSIFIER);
   return rows;
 }

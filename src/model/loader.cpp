@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 
@@ -16,18 +17,24 @@
 
 namespace {
 
-// Rejects reserved features this version of the engine does not run yet.
-ml_status check_supported(const ml_mlb_header& h, ml_error* err) {
-  if (h.arch != ML_ARCH_LLAMA)
-    return ml_fail(err, ML_E_FORMAT, "header: arch %u is reserved but not supported yet (only 0, llama)", h.arch);
-  if (h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER)
-    return ml_fail(err, ML_E_FORMAT, "header: flags 0x%x use features not supported yet (qkv bias, q/k norm, post-norms)",
-                   h.flags);
-  if (h.rope_scaling != ML_ROPE_SCALING_NONE)
-    return ml_fail(err, ML_E_FORMAT, "header: rope_scaling %u is not supported yet", h.rope_scaling);
-  if (h.activation != ML_ACT_SILU) return ml_fail(err, ML_E_FORMAT, "header: activation %u is not supported yet", h.activation);
-  if (h.sliding_window != 0) return ml_fail(err, ML_E_FORMAT, "header: sliding_window %u is not supported yet", h.sliding_window);
-  if (h.linear_period != 0) return ml_fail(err, ML_E_FORMAT, "header: linear_period %u is not supported yet", h.linear_period);
+// Rejects what the format defines but this engine does not run yet.
+// The linear-attention layers' shape, checked by the op's own rules (ops/delta.h).
+ml_status check_supported(const ml_mlb_header& h, ml_delta_shape* d, ml_error* err) {
+  if (h.linear_period == 0) return ML_OK;
+  d->n_k_heads = (int)std::min<uint32_t>(h.linear_k_heads, 1u << 20);
+  d->n_v_heads = (int)std::min<uint32_t>(h.linear_v_heads, 1u << 20);
+  d->k_dim = (int)std::min<uint32_t>(h.linear_k_dim, 1u << 20);
+  d->v_dim = (int)std::min<uint32_t>(h.linear_v_dim, 1u << 20);
+  d->conv = (int)std::min<uint32_t>(h.linear_conv, 1u << 20);
+  d->eps = h.norm_eps;
+  const ml_status s = ml_delta_check(d, err);
+  if (s != ML_OK) return ml_fail(err, s, "header: linear attention (linear_k_heads %u, linear_v_heads %u, "
+                                         "linear_k_dim %u, linear_v_dim %u, linear_conv %u): %s",
+                                 h.linear_k_heads, h.linear_v_heads, h.linear_k_dim, h.linear_v_dim, h.linear_conv,
+                                 err ? err->msg : "");
+  if ((h.linear_v_heads * h.linear_v_dim) % 32 != 0)
+    return ml_fail(err, ML_E_SHAPE, "header: linear_v_heads x linear_v_dim %u is not a multiple of 32",
+                   h.linear_v_heads * h.linear_v_dim);
   return ML_OK;
 }
 
@@ -51,17 +58,19 @@ bool find_tensor(const ml_model* m, binder* b, const char* name, ml_mlb_tensor* 
   return true;
 }
 
-ml_status bind_vector(const ml_model* m, binder* b, const char* name, uint32_t n, const float** out, ml_error* err) {
+// An F32 tensor of rows x n (a norm weight when rows is 1); every value must be finite.
+ml_status bind_vector(const ml_model* m, binder* b, const char* name, uint32_t rows, uint32_t n, const float** out,
+                      ml_error* err) {
   ml_mlb_tensor t;
   if (!find_tensor(m, b, name, &t)) return ml_fail(err, ML_E_SHAPE, "tensor %s is missing", name);
   if (t.type != ML_DT_F32) return ml_fail(err, ML_E_SHAPE, "tensor %s: type %u, expected 0 (F32)", name, t.type);
-  if (t.rows != 1 || t.cols != n)
-    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected 1 x %u", name, t.rows, t.cols, n);
+  if (t.rows != rows || t.cols != n)
+    return ml_fail(err, ML_E_SHAPE, "tensor %s: shape %u x %u, expected %u x %u", name, t.rows, t.cols, rows, n);
   *out = reinterpret_cast<const float*>(m->mlb.base + t.data_offset);
-  for (uint32_t i = 0; i < n; ++i)
+  for (uint64_t i = 0; i < (uint64_t)rows * n; ++i)
     if (!std::isfinite((*out)[i]))
-      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %u is %g (norm weights must be finite)", name, i,
-                     (double)(*out)[i]);
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: value %llu is %g (F32 weights must be finite)", name,
+                     (unsigned long long)i, (double)(*out)[i]);
   return ML_OK;
 }
 
@@ -119,30 +128,41 @@ ml_status bind_matrix(const ml_model* m, binder* b, const char* name, uint32_t r
 // tensor stays null, and a tensor the header says is absent must not be in the file.
 template <class Owner>
 ml_status bind_row(const ml_model* m, binder* b, const ml_tensor_row<Owner>& r, const char* name, Owner* owner,
-                   ml_error* err) {
+                   ml_layer_kind kind, ml_error* err) {
   const ml_mlb_header& h = m->mlb.h;
-  if (!ml_tensor_present(r, h)) {
+  if (!ml_tensor_present(r, h, kind)) {
     if (ml_mlb_index_find(&b->idx, &m->mlb, name) >= 0)
       return ml_fail(err, ML_E_SHAPE, "tensor %s is present but the header's flags 0x%x say the model has none", name,
                      h.flags);
     return ML_OK;
   }
   const uint32_t rows = ml_tdim_size(r.rows, h), cols = ml_tdim_size(r.cols, h);
-  if (r.vec) return bind_vector(m, b, name, cols, &(owner->*r.vec), err);
+  if (r.vec) return bind_vector(m, b, name, rows, cols, &(owner->*r.vec), err);
   return bind_matrix(m, b, name, rows, cols, &(owner->*r.mat), err);
 }
 
-// The attention of a layer: every layer of a Llama attends to the whole context with the
-// 1/sqrt(head_dim) scale and the model's one RoPE table.
-void describe_layer(ml_model* m, ml_layer* L) {
+// What layer l computes: its kind, and for attention its heads, score scale, window and RoPE
+// table. With a sliding window, every layer is sliding except each sliding_pattern-th (global);
+// sliding layers rotate with the local table when the model has one.
+void describe_layer(ml_model* m, ml_layer* L, uint32_t l) {
+  const ml_mlb_header& h = m->mlb.h;
   const ml_config& c = m->cfg;
-  L->kind = ML_LAYER_ATTENTION;
+  L->kind = ml_layer_kind_of(h, l);
   L->attn.n_heads = c.n_heads;
   L->attn.n_kv_heads = c.n_kv_heads;
   L->attn.head_dim = c.head_dim;
-  L->attn.scale = 1.0f / std::sqrt((float)c.head_dim);
-  L->attn.window = 0;
-  L->rope = &m->rope;
+  L->attn.scale = h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt((float)c.head_dim);
+  const bool sliding = h.sliding_window > 0 && !(h.sliding_pattern > 0 && l % h.sliding_pattern == h.sliding_pattern - 1);
+  L->attn.window = sliding ? (int)h.sliding_window : 0;
+  L->rope = sliding && m->rope_local.n_rot > 0 ? &m->rope_local : &m->rope;
+}
+
+// A linear layer's F32 weights as ml_op_delta takes them (after binding).
+void describe_delta(ml_layer* L) {
+  L->delta.conv1d = L->ssm_conv1d;
+  L->delta.a = L->ssm_a;
+  L->delta.dt_bias = L->ssm_dt;
+  L->delta.norm = L->ssm_norm;
 }
 
 ml_status bind_all(ml_model* m, ml_error* err) {
@@ -163,26 +183,41 @@ ml_status bind_all(ml_model* m, ml_error* err) {
   c.bos_id = (int)h.bos_id;
   c.eos_id = (int)h.eos_id;
   c.tied = (h.flags & ML_FLAG_TIED_CLASSIFIER) != 0;
+  c.qkv_bias = (h.flags & ML_FLAG_QKV_BIAS) != 0;
+  c.qk_norm = (h.flags & ML_FLAG_QK_NORM) != 0;
+  c.post_norms = (h.flags & ML_FLAG_POST_NORMS) != 0;
+  c.attn_gate = (h.flags & ML_FLAG_ATTN_GATE) != 0;
+  c.gelu = h.activation == ML_ACT_GELU_TANH;
+  c.logit_softcap = h.logit_softcap;
   m->rope.type = (int)h.rope_type;
-  m->rope.n_rot = c.head_dim;
+  m->rope.n_rot = h.n_rot ? (int)h.n_rot : c.head_dim;
   m->rope.theta = (double)h.rope_theta;
+  if (h.sliding_window > 0 && h.rope_local_theta > 0) {  // Gemma 3's second base
+    m->rope_local = m->rope;
+    m->rope_local.theta = (double)h.rope_local_theta;
+  }
 
   binder b;
   ML_TRY(ml_mlb_index_build(&m->mlb, &b.idx, err));
   b.used = static_cast<uint8_t*>(std::calloc(h.n_tensors, 1));
   if (!b.used) return ml_fail(err, ML_E_NOMEM, "cannot allocate the use marks of %u tensors", h.n_tensors);
-  for (const ml_model_row& r : ML_MODEL_TENSORS) ML_TRY(bind_row(m, &b, r, r.name, m, err));
+  for (const ml_model_row& r : ML_MODEL_TENSORS) ML_TRY(bind_row(m, &b, r, r.name, m, ML_LAYER_ATTENTION, err));
   if (c.tied) m->output = m->tok_embd;
   m->layers = static_cast<ml_layer*>(std::calloc(h.n_layers, sizeof(ml_layer)));
   if (!m->layers) return ml_fail(err, ML_E_NOMEM, "cannot allocate %u layer descriptors", h.n_layers);
   for (uint32_t l = 0; l < h.n_layers; ++l) {
     ml_layer* L = new (&m->layers[l]) ml_layer;
+    describe_layer(m, L, l);
     for (const ml_layer_row& r : ML_LAYER_TENSORS) {
+      if (!(r.kinds & (1u << L->kind))) continue;  // another kind's tensor (a same-named one may follow)
       char name[ML_MLB_NAME_MAX];
       std::snprintf(name, sizeof name, "blk.%u.%s", l, r.name);
-      ML_TRY(bind_row(m, &b, r, name, L, err));
+      ML_TRY(bind_row(m, &b, r, name, L, L->kind, err));
     }
-    describe_layer(m, L);
+    if (L->kind == ML_LAYER_LINEAR) {
+      describe_delta(L);
+      ++c.n_linear;
+    }
   }
   for (uint32_t i = 0; i < h.n_tensors; ++i)
     if (!b.used[i]) {
@@ -198,7 +233,7 @@ ml_status bind_all(ml_model* m, ml_error* err) {
 
 ml_status load_parsed(ml_model* m, ml_error* err) {
   ML_TRY(ml_mlb_parse(&m->mlb, m->file.data, m->file.size, err));
-  ML_TRY(check_supported(m->mlb.h, err));
+  ML_TRY(check_supported(m->mlb.h, &m->cfg.delta, err));
   return bind_all(m, err);
 }
 
@@ -215,6 +250,14 @@ ml_status ml_model_load(ml_model* m, const char* path, ml_error* err) {
 ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_error* err) {
   *m = ml_model{};
   ml_file_borrow(&m->file, data, size);
+  const ml_status s = load_parsed(m, err);
+  if (s != ML_OK) ml_model_free(m);
+  return s;
+}
+
+ml_status ml_model_load_owned(ml_model* m, void* data, size_t size, ml_error* err) {
+  *m = ml_model{};
+  ml_file_adopt(&m->file, data, size);
   const ml_status s = load_parsed(m, err);
   if (s != ML_OK) ml_model_free(m);
   return s;

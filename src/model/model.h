@@ -15,6 +15,7 @@
 #include "core/types.h"
 #include "model/format.h"
 #include "ops/attention.h"
+#include "ops/delta.h"
 
 struct ml_tokenizer;
 
@@ -25,11 +26,18 @@ struct ml_config {
   float norm_eps, embed_scale;
   int bos_id, eos_id;
   bool tied;  // the classifier is the embedding
+  // Architectural choices, one field each, read from the header at load (docs/architecture.md,
+  // "Architectures"): the forward pass branches on these, never on the architecture's name.
+  bool qkv_bias, qk_norm, post_norms, attn_gate;
+  bool gelu;            // the FFN gate's activation: GELU (tanh) instead of SiLU
+  float logit_softcap;  // 0: none
+  int n_linear;         // linear-attention layers (their state cannot rewind: session.h)
+  ml_delta_shape delta; // their shape (n_linear > 0)
 };
 
-// What a layer computes. Qwen3.5's gated-delta (linear attention) layers will be a second kind
-// with their own tensors and a recurrent state in the session (docs/architecture.md).
-enum ml_layer_kind : int { ML_LAYER_ATTENTION = 0 };
+// What a layer computes: attention over a KV cache, or Qwen3.5's gated delta rule (linear
+// attention) over a recurrent state in the session (ops/delta.h, docs/architecture.md).
+enum ml_layer_kind : int { ML_LAYER_ATTENTION = 0, ML_LAYER_LINEAR = 1 };
 
 // A RoPE table: cos/sin of pos * freq_i for positions [0, ctx) and i < n_rot / 2, and how the
 // rotated pairs are laid out (ML_ROPE_INTERLEAVED or ML_ROPE_HALF). Layers point at one; a model
@@ -47,6 +55,7 @@ struct ml_layer {
   ml_layer_kind kind = ML_LAYER_ATTENTION;
   const float* attn_norm = nullptr;
   ml_qtensor wq, wk, wv, wo;
+  ml_qtensor wg;                                            // output gate (ML_FLAG_ATTN_GATE)
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // q/k/v biases (ML_FLAG_QKV_BIAS)
   const float *q_norm = nullptr, *k_norm = nullptr;         // per-head RMSNorm of q, k (ML_FLAG_QK_NORM)
   const float* attn_post_norm = nullptr;                    // norm of the attention output (ML_FLAG_POST_NORMS)
@@ -55,6 +64,10 @@ struct ml_layer {
   const float* ffn_post_norm = nullptr;                     // norm of the FFN output (ML_FLAG_POST_NORMS)
   ml_attn_shape attn{};                                     // heads, score scale, window
   const ml_rope_table* rope = nullptr;
+  // Linear-attention layers (ML_LAYER_LINEAR): the projections around ml_op_delta and its weights.
+  ml_qtensor wqkv, wz, wbeta, walpha, wssm_out;
+  const float *ssm_conv1d = nullptr, *ssm_a = nullptr, *ssm_dt = nullptr, *ssm_norm = nullptr;
+  ml_delta_weights delta{};  // the same four views, as ml_op_delta takes them
 };
 
 inline constexpr int ML_MAX_LAYERS = 4096;
@@ -69,7 +82,8 @@ struct ml_model {
   ml_layer* layers = nullptr;  // cfg.n_layers entries
   // Set by ml_model_prepare:
   int ctx = 0;                 // the longest context any session of this model may have
-  ml_rope_table rope;          // [ctx] positions, shared by every layer
+  ml_rope_table rope;          // [ctx] positions: the global layers' table (every layer's without a window)
+  ml_rope_table rope_local;    // the sliding-window layers' table when their base differs (Gemma 3)
   ml_arena tables;             // the RoPE tables' memory
   ml_tokenizer* tok = nullptr; // null when neither the file nor the caller brought one
   // Packed copies (model/pack.h): heap memory, or a mapped pack cache.
@@ -85,6 +99,10 @@ ml_status ml_model_load(ml_model* m, const char* path, ml_error* err);
 
 // Same, over bytes the caller owns and keeps alive (the wasm build).
 ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_error* err);
+
+// Same, over a malloc'd buffer the model takes (a model converted at load; core/file.h's
+// ml_file_adopt): freed with the model, or on failure.
+ml_status ml_model_load_owned(ml_model* m, void* data, size_t size, ml_error* err);
 
 // What ml_model_prepare does after loading.
 struct ml_model_options {
@@ -102,6 +120,14 @@ void ml_model_free(ml_model* m);
 // Writes row `token` of the embedding, dequantized and multiplied by embed_scale, into x[dim].
 void ml_model_embed(const ml_model* m, int token, float* x);
 
-// Fills a RoPE table's cos/sin [ctx][n_rot / 2]: angle(pos, i) = pos * theta^(-2i / n_rot),
-// computed in double precision and rounded once to float.
-void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta);
+// RoPE frequency scaling (the header's rope_scaling and its fields): ML_ROPE_SCALING_LLAMA3 applies
+// Llama 3's per-band rule, ML_ROPE_SCALING_LINEAR divides every frequency by factor.
+struct ml_rope_scaling_params {
+  uint32_t type = ML_ROPE_SCALING_NONE;
+  double factor = 1, low_freq_factor = 1, high_freq_factor = 1, orig_ctx = 0;
+};
+
+// Fills a RoPE table's cos/sin [ctx][n_rot / 2]: angle(pos, i) = pos * freq_i with
+// freq_i = theta^(-2i / n_rot) scaled by sc (null: none), computed in double precision and
+// rounded once to float.
+void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta, const ml_rope_scaling_params* sc);

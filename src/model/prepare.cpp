@@ -13,23 +13,42 @@
 
 namespace {
 
-ml_status build_rope(ml_model* m, ml_error* err) {
-  ml_rope_table& r = m->rope;
-  r.ctx = m->ctx;
-  const size_t half = (size_t)r.n_rot / 2;
-  float *cos_t = nullptr, *sin_t = nullptr;
+// One table: cos and sin [ctx][n_rot / 2] from the arena (plan pass: sizes only).
+ml_status take_table(ml_arena* a, const ml_rope_table& r, float** cos_t, float** sin_t, ml_error* err) {
   size_t n;
-  if (!ml_mul((size_t)r.ctx, half, &n))
-    return ml_fail(err, ML_E_NOMEM, "RoPE tables of %d x %zu values overflow the address space", r.ctx, half);
+  if (!ml_mul((size_t)r.ctx, (size_t)r.n_rot / 2, &n))
+    return ml_fail(err, ML_E_NOMEM, "RoPE tables of %d x %d values overflow the address space", r.ctx, r.n_rot / 2);
+  ML_TRY(ml_arena_take(a, n, cos_t, err));
+  return ml_arena_take(a, n, sin_t, err);
+}
+
+// The global table (rope_theta, with the header's frequency scaling) and, when the sliding-window
+// layers have their own base, theirs (unscaled: transformers scales only the global base).
+ml_status build_rope(ml_model* m, ml_error* err) {
+  const ml_mlb_header& h = m->mlb.h;
+  const bool local = m->rope_local.n_rot > 0;
+  m->rope.ctx = m->rope_local.ctx = m->ctx;
+  float *cos_g = nullptr, *sin_g = nullptr, *cos_l = nullptr, *sin_l = nullptr;
   for (int pass = 0; pass < 2; ++pass) {  // plan, then carve
     m->tables.used = 0;
-    ML_TRY(ml_arena_take(&m->tables, n, &cos_t, err));
-    ML_TRY(ml_arena_take(&m->tables, n, &sin_t, err));
+    ML_TRY(take_table(&m->tables, m->rope, &cos_g, &sin_g, err));
+    if (local) ML_TRY(take_table(&m->tables, m->rope_local, &cos_l, &sin_l, err));
     if (pass == 0) ML_TRY(ml_arena_alloc(&m->tables, err));
   }
-  ml_rope_fill(cos_t, sin_t, r.ctx, r.n_rot, r.theta);
-  r.cos = cos_t;
-  r.sin = sin_t;
+  ml_rope_scaling_params sc;
+  sc.type = h.rope_scaling;
+  sc.factor = h.rope_factor;
+  sc.low_freq_factor = h.rope_low_freq_factor;
+  sc.high_freq_factor = h.rope_high_freq_factor;
+  sc.orig_ctx = h.rope_orig_max_seq;
+  ml_rope_fill(cos_g, sin_g, m->ctx, m->rope.n_rot, m->rope.theta, &sc);
+  m->rope.cos = cos_g;
+  m->rope.sin = sin_g;
+  if (local) {
+    ml_rope_fill(cos_l, sin_l, m->ctx, m->rope_local.n_rot, m->rope_local.theta, nullptr);
+    m->rope_local.cos = cos_l;
+    m->rope_local.sin = sin_l;
+  }
   return ML_OK;
 }
 
@@ -71,7 +90,7 @@ ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err
   // context can have (q8: one byte per value, and a float scale per head) must fit in RAM.
   const ml_config& c = m->cfg;
   const uint64_t ctx = (uint64_t)m->ctx, L = (uint64_t)c.n_layers;
-  const uint64_t rope_bytes = ctx * (uint64_t)(m->rope.n_rot / 2) * 2 * sizeof(float);
+  const uint64_t rope_bytes = ctx * (uint64_t)(m->rope.n_rot / 2 + m->rope_local.n_rot / 2) * 2 * sizeof(float);
   const uint64_t kv_min = 2 * ctx * L * ((uint64_t)c.kv_dim + 4 * (uint64_t)c.n_kv_heads);  // < 2^63 by the limits
   char what[192];
   std::snprintf(what, sizeof what,
@@ -92,10 +111,29 @@ ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err
   return load_tokenizer(m, o->tokenizer_path, err);
 }
 
-void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta) {
+namespace {
+
+// Llama 3's rule (transformers' _compute_llama3_parameters): wavelengths shorter than
+// orig_ctx / high_freq_factor keep their frequency, longer than orig_ctx / low_freq_factor are
+// divided by factor, and the band between is interpolated.
+double llama3_freq(double freq, const ml_rope_scaling_params& sc) {
+  const double pi = 3.14159265358979323846;
+  const double wavelen = 2 * pi / freq;
+  const double low_wavelen = sc.orig_ctx / sc.low_freq_factor, high_wavelen = sc.orig_ctx / sc.high_freq_factor;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / sc.factor;
+  const double smooth = (sc.orig_ctx / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
+  return (1 - smooth) * freq / sc.factor + smooth * freq;
+}
+
+}  // namespace
+
+void ml_rope_fill(float* cos_t, float* sin_t, int ctx, int n_rot, double theta, const ml_rope_scaling_params* sc) {
   const int half = n_rot / 2;
   for (int i = 0; i < half; ++i) {
-    const double freq = std::pow(theta, -2.0 * i / n_rot);
+    double freq = std::pow(theta, -2.0 * i / n_rot);
+    if (sc && sc->type == ML_ROPE_SCALING_LINEAR) freq /= sc->factor;
+    if (sc && sc->type == ML_ROPE_SCALING_LLAMA3) freq = llama3_freq(freq, *sc);
     for (int pos = 0; pos < ctx; ++pos) {
       const double angle = pos * freq;
       cos_t[(size_t)pos * half + i] = (float)std::cos(angle);

@@ -22,7 +22,16 @@ ml_status carve(ml_session* s, const ml_config& c, ml_error* err) {
   size_t rows;
   if (!ml_mul(ctx, (size_t)c.kv_dim, &rows))
     return ml_fail(err, ML_E_NOMEM, "KV cache of %zu x %d values overflows the address space", ctx, c.kv_dim);
+  const size_t delta_floats = c.n_linear > 0 ? ml_delta_state_floats(&c.delta) : 0;
+  if (c.n_linear > 0) ML_TRY(ml_arena_take(a, (size_t)c.n_layers, &s->delta, err));
   for (int l = 0; l < c.n_layers; ++l) {
+    if (s->model->layers[l].kind == ML_LAYER_LINEAR) {  // a recurrent state in place of a KV cache
+      float* mem = nullptr;
+      ML_TRY(ml_arena_take(a, delta_floats, &mem, err));
+      if (s->delta) ml_delta_state_init(&s->delta[l], mem, &c.delta);
+      if (s->layers) s->layers[l] = ml_kv_layer{};
+      continue;
+    }
     ml_kv_layer L;
     L.type = s->p.kv;
     L.ctx = s->p.ctx;
@@ -51,6 +60,7 @@ ml_status resolve(const ml_model* m, const ml_session_opts* in, ml_session_opts*
 
 ml_status ml_session_plan_bytes(const ml_model* m, const ml_session_opts* p, size_t* bytes, ml_error* err) {
   ml_session s;
+  s.model = m;
   ML_TRY(resolve(m, p, &s.p, err));
   ML_TRY(carve(&s, m->cfg, err));
   *bytes = s.arena.used;
@@ -77,6 +87,12 @@ ml_status ml_session_init(ml_session* s, const ml_model* m, const ml_session_opt
     st = ml_sampler_init(&s->sampler, m->cfg.vocab_size, 0.0f, 1.0f, 0, 0, s->sampler_scratch, err);
   if (st != ML_OK) ml_session_release(s);
   return st;
+}
+
+void ml_session_clear_state(ml_session* s) {
+  const ml_config& c = s->model->cfg;
+  for (int l = 0; l < c.n_layers && s->delta; ++l)
+    if (s->model->layers[l].kind == ML_LAYER_LINEAR) ml_delta_state_clear(&s->delta[l], &c.delta);
 }
 
 void ml_session_release(ml_session* s) {

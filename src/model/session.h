@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "ops/attention.h"
+#include "ops/delta.h"
 
 struct ml_session_opts {
   int ctx = 0;                // positions it holds, 1..model->ctx; 0: model->ctx
@@ -21,7 +22,8 @@ struct ml_session {
   const ml_model* model = nullptr;
   ml_session_opts p;
   ml_arena arena;
-  ml_kv_layer* layers = nullptr;  // [n_layers] the attention layers' caches
+  ml_kv_layer* layers = nullptr;  // [n_layers] the attention layers' caches (empty for linear layers)
+  ml_delta_state* delta = nullptr;  // [n_layers] the linear layers' recurrent states; null without any
   int32_t* tokens = nullptr;      // [ctx] the ids at positions 0 .. n_past - 1
   int n_past = 0;                 // positions filled
   float* logits = nullptr;        // [vocab]
@@ -33,6 +35,10 @@ struct ml_session {
 
 ml_status ml_session_init(ml_session* s, const ml_model* m, const ml_session_opts* p, ml_error* err);
 void ml_session_release(ml_session* s);
+
+// Zeroes the linear layers' recurrent states: the session starts over at position 0. Unlike a KV
+// cache, such a state cannot be cut back to an earlier position (engine: ml_session_truncate).
+void ml_session_clear_state(ml_session* s);
 
 // Bytes one session of these parameters allocates; ML_E_NOMEM on overflow.
 ml_status ml_session_plan_bytes(const ml_model* m, const ml_session_opts* p, size_t* bytes, ml_error* err);

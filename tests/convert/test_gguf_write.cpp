@@ -161,11 +161,16 @@ std::string gguf_name_of(const std::string& n) {
 }  // namespace
 
 TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.cpp's name and dims", "[gguf]") {
-  for (uint32_t wtype : {ML_DT_Q8, ML_DT_Q4}) {
+  // Q8 and Q4; interleaved RoPE as is, and rotate-half (Hugging Face's) with q/k's rows reordered
+  // per head into llama.cpp's interleaved pairs: GGUF row h*hd + 2i + j is the .mlb's h*hd + j*hd/2 + i.
+  for (const auto& [wtype, rope] : {std::pair{ML_DT_Q8, ML_ROPE_INTERLEAVED}, std::pair{ML_DT_Q4, ML_ROPE_INTERLEAVED},
+                                    std::pair{ML_DT_Q8, ML_ROPE_HALF}, std::pair{ML_DT_Q4, ML_ROPE_HALF}}) {
+    INFO("wtype " << wtype << " rope " << rope);
     tmp_dir t;
     const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
     cv_random_opts o = shape(mlb, gg);
     o.wtype = wtype;
+    o.rope_type = rope;
     ml_error err;
     REQUIRE(cv_random(&o, &err) == ML_OK);
     const std::vector<uint8_t> gd = slurp(gg), md = slurp(mlb);
@@ -192,10 +197,15 @@ TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.
       const size_t qb = wtype == ML_DT_Q8 ? 32 : 16, nb = (size_t)mt.rows * mt.cols / 32;
       REQUIRE(gt.offset + nb * (2 + qb) <= gd.size());
       const uint8_t* sc = md.data() + mt.scale_offset;
+      const bool qk = name.find("attn_q.") != std::string::npos || name.find("attn_k.") != std::string::npos;
+      const size_t hd = 16, bpr = mt.cols / 32;  // head_dim 64/4, blocks per row
       size_t bad = 0;
       for (size_t b = 0; b < nb; ++b) {
+        size_t row = b / bpr;
+        if (qk && rope == ML_ROPE_HALF) row = row / hd * hd + (row % hd % 2) * (hd / 2) + row % hd / 2;
+        const size_t src = row * bpr + b % bpr;
         const uint8_t* blk = gd.data() + gt.offset + b * (2 + qb);
-        bad += std::memcmp(blk, sc + 2 * b, 2) != 0 || std::memcmp(blk + 2, q + qb * b, qb) != 0;
+        bad += std::memcmp(blk, sc + 2 * src, 2) != 0 || std::memcmp(blk + 2, q + qb * src, qb) != 0;
       }
       CHECK(bad == 0);
     }
@@ -304,7 +314,6 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   };
   const bad cases[] = {
       {"f32 scales", [](cv_random_opts* o) { o->scale_type = ML_SCALE_F32; }, "--scales f16"},
-      {"rotate-half RoPE", [](cv_random_opts* o) { o->rope_type = ML_ROPE_HALF; }, "--rope-type interleaved"},
       {"placeholder vocabulary too small", [](cv_random_opts* o) { o->vocab = 258; }, "--vocab >= 259"},
   };
   for (const bad& b : cases) {

@@ -278,6 +278,33 @@ TEST_CASE("kernels: silu_mul", "[kernels]") {
   }
 }
 
+TEST_CASE("kernels: gelu_mul", "[kernels]") {
+  const auto ports = kt::ports(kt::impls_gelu_mul(), "gelu_mul");
+  for (int n : kN) {
+    Rng rng(seed_of({n, 7}));
+    std::vector<float> g(n), u(n);
+    const float extremes[] = {-100.0f, -10.0f, -3.0f, 3.0f, 10.0f, 100.0f, 0.0f};
+    for (int i = 0; i < n; ++i) {
+      g[i] = i % 11 == 5 ? extremes[(i / 11) % 7] : rng.normal(3.0f);
+      u[i] = rng.normal(1.0f);
+    }
+    std::vector<double> want(n), mag(n);
+    for (int i = 0; i < n; ++i) {
+      const double x = g[i];
+      const double gelu = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+      want[i] = gelu * u[i];
+      // The tanh form's own rounding near its zero: relative error is measured against |x u|.
+      mag[i] = std::fabs(x * u[i]);
+    }
+    auto run = [&](ml_k_gelu_mul_fn* fn) {
+      Buf<float> bg = kt::io_buf(g), bu = in_buf(u);
+      fn(bg.data(), bu.data(), n);
+      return kt::take(bg, 0, n);
+    };
+    kt::check_case("gelu_mul n=" + S(n), &ml::k::scalar::gelu_mul, ports, run, want, mag, kTol);
+  }
+}
+
 TEST_CASE("kernels: add", "[kernels]") {
   const auto ports = kt::ports(kt::impls_add(), "add");
   for (int n : kN) {

@@ -1,14 +1,18 @@
-// ref_forward's forward pass: a Llama transformer in double precision (xtensor + BLAS),
-// written as a specification, not a fast path.
+// ref_forward's forward pass in double precision (xtensor + BLAS), written as a specification,
+// not a fast path: every architecture of .mlb version 2 (Llama, Qwen2.5, Qwen3, Gemma 3 and
+// Qwen3.5's attention and gated-delta layers), computed as Hugging Face transformers does.
 // Contract: Forward feeds one token per step() at positions 0, 1, 2 ... and returns that
 // position's logits. For a quantized model (.mlb) every matvec input is first rounded through
 // the Q8 activation rule in float32 (q8_round_group); weights are already dequantized doubles.
-// The KV cache is emulated per KvMode. Nothing here is shared with src/.
+// The KV cache is emulated per KvMode (attention layers only: a gated-delta layer's conv window
+// and state stay double). Nothing here is shared with src/.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include <xtensor/xtensor.hpp>
 
 #include "ref_model.h"
 
@@ -19,7 +23,7 @@ namespace ref {
 //  f32: cast to float32 and back;
 //  f16: rounded to IEEE binary16 (nearest even) and back; queries stay unrounded;
 //  q8:  per position and KV head, head_dim values quantized with one scale (the Q8 rule);
-//       each query head is quantized the same way, scores = (integer dot) * qd * kd / sqrt(head_dim),
+//       each query head is quantized the same way, scores = (integer dot) * qd * kd * scale,
 //       and the V sum uses the dequantized values.
 enum class KvMode { f64, f32, f16, q8 };
 
@@ -35,6 +39,10 @@ class Forward {
   std::vector<double> step(uint32_t token);
 
  private:
+  // A gated-delta layer's output for this position (before the residual add); h is the
+  // activation-rounded normed input. Advances the layer's conv window and delta state.
+  xt::xtensor<double, 1> delta_block(uint32_t l, const xt::xtensor<double, 1>& h);
+
   struct State;
   const RefModel& m_;
   KvMode kv_;

@@ -96,6 +96,7 @@ RefModel load_llama2c(const std::string& path, const std::vector<uint8_t>& bytes
   if (m.dim % m.n_heads) c.fail("header: dim " + std::to_string(m.dim) + " not divisible by n_heads");
   if (m.n_heads % m.n_kv_heads) c.fail("header: n_kv_heads " + std::to_string(m.n_kv_heads) + " does not divide n_heads");
   m.head_dim = m.dim / m.n_heads;
+  m.n_rot = m.head_dim;
   if (m.head_dim % 2) c.fail("header: head_dim " + std::to_string(m.head_dim) + " is odd");
   m.norm_eps = 1e-5;
   m.rope_theta = 10000.0;

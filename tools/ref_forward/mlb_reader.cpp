@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace ref {
@@ -155,13 +156,23 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
     f.fail(s.str());
   };
 
-  if (u32(8, "version") != 1) bad("version", u32(8, "version"), "only version 1 is known");
+  const uint32_t version = u32(8, "version");
+  if (version != 1 && version != 2) bad("version", version, "only versions 1 and 2 are known");
   if (u32(12, "header_size") != 256) bad("header_size", u32(12, "header_size"), "must be 256");
-  if (u32(16, "arch") != 0) bad("arch", u32(16, "arch"), "ref_forward implements only 0 (llama)");
+  // Reserved bytes: version 1 ends its fields at 184, version 2 at 200.
+  for (uint64_t off = version == 1 ? 184 : 200; off < 256; ++off)
+    if (bytes[off] != 0) {
+      std::ostringstream s;
+      s << "header: reserved byte at offset " << off << " is " << int(bytes[off]) << ", must be 0 (version "
+        << version << ")";
+      f.fail(s.str());
+    }
 
   RefModel m;
   m.kind = "mlb";
   m.quantized = true;
+  m.arch = u32(16, "arch");
+  if (m.arch > 4) bad("arch", m.arch, "must be 0 llama, 1 qwen2, 2 qwen3, 3 gemma3 or 4 qwen3.5");
   m.dim = u32(20, "dim");
   m.hidden_dim = u32(24, "hidden_dim");
   m.n_layers = u32(28, "n_layers");
@@ -173,12 +184,28 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
   const uint32_t wtype = u32(52, "wtype"), scale_type = u32(56, "scale_type");
   const float eps = f32(60, "norm_eps"), theta = f32(64, "rope_theta");
   m.rope_type = u32(68, "rope_type");
-  const uint32_t rope_scaling = u32(72, "rope_scaling"), flags = u32(92, "flags");
-  const uint32_t activation = u32(96, "activation");
+  m.rope_scaling = u32(72, "rope_scaling");
+  const float rope_factor = f32(76, "rope_factor"), low_ff = f32(80, "rope_low_freq_factor");
+  const float high_ff = f32(84, "rope_high_freq_factor");
+  m.rope_orig_max_seq = u32(88, "rope_orig_max_seq");
+  const uint32_t flags = u32(92, "flags");
+  m.activation = u32(96, "activation");
   const float embed_scale = f32(100, "embed_scale");
+  m.sliding_window = u32(104, "sliding_window");
+  m.sliding_pattern = u32(108, "sliding_pattern");
+  m.linear_period = u32(112, "linear_period");
+  m.linear_k_heads = u32(116, "linear_k_heads");
+  m.linear_v_heads = u32(120, "linear_v_heads");
+  m.linear_k_dim = u32(124, "linear_k_dim");
+  m.linear_v_dim = u32(128, "linear_v_dim");
+  m.linear_conv = u32(132, "linear_conv");
   const uint32_t n_tensors = u32(148, "n_tensors");
   const uint64_t dir_offset = u64(152, "dir_offset"), tok_offset = u64(160, "tokenizer_offset");
   const uint64_t tok_size = u64(168, "tokenizer_size"), file_size = u64(176, "file_size");
+  // Version 2 fields (zero, i.e. their defaults, in a version 1 file: checked above).
+  const float local_theta = f32(184, "rope_local_theta");
+  const uint32_t n_rot = u32(188, "n_rot");
+  const float attn_scale = f32(192, "attn_scale"), softcap = f32(196, "logit_softcap");
 
   if (m.dim == 0 || m.dim % 32) bad("dim", m.dim, "must be a positive multiple of 32");
   if (m.hidden_dim == 0 || m.hidden_dim % 32) bad("hidden_dim", m.hidden_dim, "must be a positive multiple of 32");
@@ -194,12 +221,40 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
   if (!(eps > 0) || !std::isfinite(eps)) bad("norm_eps", eps, "must be finite and > 0");
   if (!(theta > 0) || !std::isfinite(theta)) bad("rope_theta", theta, "must be finite and > 0");
   if (m.rope_type > 1) bad("rope_type", m.rope_type, "must be 0 or 1");
-  if (rope_scaling != 0) bad("rope_scaling", rope_scaling, "ref_forward implements only 0 (none)");
-  if (flags & ~8u) bad("flags", flags, "ref_forward implements only bit 3 (tied classifier)");
-  if (activation != 0) bad("activation", activation, "ref_forward implements only 0 (SiLU)");
+  if (m.rope_scaling > 2) bad("rope_scaling", m.rope_scaling, "must be 0 none, 1 llama3 or 2 linear");
+  if (m.rope_scaling != 0 && !(rope_factor > 0 && std::isfinite(rope_factor)))
+    bad("rope_factor", rope_factor, "must be finite and > 0 with rope_scaling");
+  if (m.rope_scaling == 1) {
+    if (!(low_ff > 0 && std::isfinite(low_ff))) bad("rope_low_freq_factor", low_ff, "must be finite and > 0 (llama3)");
+    if (!(high_ff > low_ff && std::isfinite(high_ff)))
+      bad("rope_high_freq_factor", high_ff, "must be finite and > rope_low_freq_factor (llama3)");
+    if (m.rope_orig_max_seq == 0) bad("rope_orig_max_seq", 0, "must be >= 1 (llama3)");
+  }
+  if (flags & ~0x1Fu) bad("flags", flags, "only bits 0..4 are defined");
+  if (m.activation > 1) bad("activation", m.activation, "must be 0 (SiLU) or 1 (GELU tanh)");
   if (!std::isfinite(embed_scale)) bad("embed_scale", embed_scale, "must be finite");
-  if (u32(104, "sliding_window") != 0) bad("sliding_window", u32(104, ""), "ref_forward implements only 0");
-  if (u32(112, "linear_period") != 0) bad("linear_period", u32(112, ""), "ref_forward implements only 0");
+  if (m.sliding_window == 0 && m.sliding_pattern != 0)
+    bad("sliding_pattern", m.sliding_pattern, "must be 0 when sliding_window is 0");
+  if (!(local_theta >= 0) || !std::isfinite(local_theta))
+    bad("rope_local_theta", local_theta, "must be finite and >= 0");
+  if (n_rot % 2 || n_rot > m.head_dim) bad("n_rot", n_rot, "must be even and <= head_dim (0 = head_dim)");
+  if (!(attn_scale >= 0) || !std::isfinite(attn_scale)) bad("attn_scale", attn_scale, "must be finite and >= 0");
+  if (!(softcap >= 0) || !std::isfinite(softcap)) bad("logit_softcap", softcap, "must be finite and >= 0");
+  if (m.linear_period > 0) {
+    const std::pair<const char*, uint32_t> lin[] = {{"linear_k_heads", m.linear_k_heads},
+                                                    {"linear_v_heads", m.linear_v_heads},
+                                                    {"linear_k_dim", m.linear_k_dim},
+                                                    {"linear_v_dim", m.linear_v_dim},
+                                                    {"linear_conv", m.linear_conv}};
+    for (const auto& [name, v] : lin)
+      if (v == 0 || v > 65536) bad(name, v, "must be in 1..65536 when linear_period > 0");
+    if (m.linear_v_heads % m.linear_k_heads)
+      bad("linear_v_heads", m.linear_v_heads, "must be a multiple of linear_k_heads");
+    if ((uint64_t(m.linear_v_heads) * m.linear_v_dim) % 32)
+      bad("linear_v_dim", m.linear_v_dim, "linear_v_heads*linear_v_dim must be a multiple of 32");
+    if (uint64_t(m.linear_v_heads) * m.linear_k_dim * m.linear_v_dim > (uint64_t(1) << 28))
+      bad("linear_v_heads", m.linear_v_heads, "the delta state (v_heads*k_dim*v_dim) exceeds 2^28 values");
+  }
   if (file_size != bytes.size()) {
     std::ostringstream s;
     s << "header field file_size = " << file_size << " but the file has " << bytes.size() << " bytes";
@@ -207,8 +262,19 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
   }
   m.norm_eps = eps;
   m.rope_theta = theta;
+  m.rope_factor = m.rope_scaling ? rope_factor : 1.0;
+  m.rope_low_freq_factor = low_ff;
+  m.rope_high_freq_factor = high_ff;
   m.embed_scale = embed_scale;
+  m.rope_local_theta = local_theta;
+  m.n_rot = n_rot ? n_rot : m.head_dim;
+  m.attn_scale = attn_scale;
+  m.logit_softcap = softcap;
+  m.qkv_bias = (flags & 1u) != 0;
+  m.qk_norm = (flags & 2u) != 0;
+  m.post_norms = (flags & 4u) != 0;
   m.tied = (flags & 8u) != 0;
+  m.attn_gate = (flags & 16u) != 0;
 
   // Byte ranges that must not overlap: header, directory, tokenizer, every data and scale array.
   struct Range { uint64_t begin, end; std::string what; };
@@ -275,6 +341,7 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
 
   // The Llama tensor table.
   size_t used = 0;
+  std::set<std::string> taken;
   auto take = [&](const std::string& name, uint32_t type, uint32_t rows, uint32_t cols) {
     auto it = entries.find(name);
     if (it == entries.end()) f.fail("tensor " + name + " missing");
@@ -287,19 +354,51 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
       f.fail(s.str());
     }
     ++used;
+    taken.insert(name);
     return dequant(f, e);
   };
   const uint32_t qdim = m.n_heads * m.head_dim, kvdim = m.n_kv_heads * m.head_dim;
+  const uint32_t nk = m.linear_k_heads, nv = m.linear_v_heads, dk = m.linear_k_dim, dv = m.linear_v_dim;
   m.tok_embd = take("tok_embd", wtype, m.vocab, m.dim);
   for (uint32_t l = 0; l < m.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
+    auto vec = [&](const std::string& name, uint32_t n) { return take(p + name, T_F32, 1, n).data; };
     RefLayer L;
-    L.attn_norm = take(p + "attn_norm", T_F32, 1, m.dim).data;
-    L.wq = take(p + "attn_q", wtype, qdim, m.dim);
-    L.wk = take(p + "attn_k", wtype, kvdim, m.dim);
-    L.wv = take(p + "attn_v", wtype, kvdim, m.dim);
-    L.wo = take(p + "attn_output", wtype, m.dim, qdim);
-    L.ffn_norm = take(p + "ffn_norm", T_F32, 1, m.dim).data;
+    L.linear = m.is_linear(l);
+    L.attn_norm = vec("attn_norm", m.dim);
+    if (L.linear) {
+      const uint64_t ch = 2ull * nk * dk + uint64_t(nv) * dv;
+      if (ch > 0xFFFFFFFFull) bad("linear_k_dim", dk, "2*k_heads*k_dim + v_heads*v_dim exceeds 32 bits");
+      L.wqkv = take(p + "attn_qkv", wtype, uint32_t(ch), m.dim);
+      L.wz = take(p + "attn_gate", wtype, nv * dv, m.dim);
+      L.wbeta = take(p + "ssm_beta", wtype, nv, m.dim);
+      L.walpha = take(p + "ssm_alpha", wtype, nv, m.dim);
+      L.conv = take(p + "ssm_conv1d", T_F32, uint32_t(ch), m.linear_conv);
+      L.ssm_a = vec("ssm_a", nv);
+      L.ssm_dt = vec("ssm_dt", nv);
+      L.ssm_norm = vec("ssm_norm", dv);
+      L.ssm_out = take(p + "ssm_out", wtype, m.dim, nv * dv);
+    } else {
+      L.wq = take(p + "attn_q", wtype, qdim, m.dim);
+      L.wk = take(p + "attn_k", wtype, kvdim, m.dim);
+      L.wv = take(p + "attn_v", wtype, kvdim, m.dim);
+      if (m.qkv_bias) {
+        L.bq = vec("attn_q.bias", qdim);
+        L.bk = vec("attn_k.bias", kvdim);
+        L.bv = vec("attn_v.bias", kvdim);
+      }
+      if (m.qk_norm) {
+        L.q_norm = vec("attn_q_norm", m.head_dim);
+        L.k_norm = vec("attn_k_norm", m.head_dim);
+      }
+      if (m.attn_gate) L.wgate = take(p + "attn_gate", wtype, qdim, m.dim);
+      L.wo = take(p + "attn_output", wtype, m.dim, qdim);
+    }
+    if (m.post_norms) {
+      L.post_attn_norm = vec("post_attention_norm", m.dim);
+      L.post_ffn_norm = vec("post_ffw_norm", m.dim);
+    }
+    L.ffn_norm = vec("ffn_norm", m.dim);
     L.w1 = take(p + "ffn_gate", wtype, m.hidden_dim, m.dim);
     L.w3 = take(p + "ffn_up", wtype, m.hidden_dim, m.dim);
     L.w2 = take(p + "ffn_down", wtype, m.dim, m.hidden_dim);
@@ -308,13 +407,15 @@ RefModel load_mlb(const std::string& path, const std::vector<uint8_t>& bytes) {
   m.output_norm = take("output_norm", T_F32, 1, m.dim).data;
   if (!m.tied) m.output = take("output", wtype, m.vocab, m.dim);
   if (used != entries.size()) {
+    // Name the first entry the header's model does not have (directory order is free; take the
+    // alphabetically first, so the message is stable).
     for (const auto& [name, e] : entries) {
       (void)e;
-      if (name != "tok_embd" && name != "output_norm" && name != "output" && name.rfind("blk.", 0) != 0)
-        f.fail("unexpected tensor " + name);
+      if (!taken.count(name))
+        f.fail("unexpected tensor " + name + ": not a tensor of the model the header describes (n_layers " +
+               std::to_string(m.n_layers) + ", flags " + std::to_string(flags) + ", linear_period " +
+               std::to_string(m.linear_period) + ")");
     }
-    f.fail("the directory has " + std::to_string(entries.size()) + " tensors, the model uses " +
-           std::to_string(used) + (m.tied ? " (an output tensor with flags bit 3 set?)" : ""));
   }
   return m;
 }

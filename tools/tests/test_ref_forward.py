@@ -4,9 +4,10 @@ specification (docs/format.md, docs/tools.md, llama2.c's export.py), and compare
 against hand-built logits. Python 3 stdlib + numpy.
 
   test_ref_forward.py --ref-forward BIN --compare compare_logits.py --shared DIR CASE
-CASE: llama2c_random | mlb_random | stories260k | errors | compare_logits
+CASE: llama2c_random | mlb_random | mlb_archs | mlb_features | stories260k | errors | compare_logits
 """
 import argparse
+import math
 import os
 import struct
 import subprocess
@@ -47,68 +48,179 @@ def rmsnorm(x, w, eps):
     return w * x / np.sqrt(np.mean(x * x) + eps)
 
 
-def rope(v, n_heads, hd, pos, theta, rope_type):
+def inv_freqs(base, n_rot, scaling=0, factor=1.0, low=1.0, high=1.0, orig=1):
+    """RoPE inverse frequencies, one per rotated pair, written from Hugging Face's
+    modeling_rope_utils (default, "linear" and "llama3"), in plain Python floats."""
+    inv = [1.0 / (base ** (2 * i / n_rot)) for i in range(n_rot // 2)]
+    if scaling == 2:  # linear: positions / factor, i.e. frequencies / factor
+        return [f / factor for f in inv]
+    if scaling == 1:  # llama3, in the torch.where formulation of _compute_llama3_parameters
+        low_wl, high_wl = orig / low, orig / high
+        out = []
+        for f in inv:
+            wl = 2 * math.pi / f
+            f_l = f / factor if wl > low_wl else f
+            smooth = (orig / wl - low) / (high - low)
+            smoothed = (1 - smooth) * f_l / factor + smooth * f_l
+            medium = not (wl < high_wl) and not (wl > low_wl)
+            out.append(smoothed if medium else f_l)
+        return out
+    return inv
+
+
+def rope(v, n_heads, hd, pos, inv, rope_type, n_rot=None):
+    """Rotates the first n_rot dims of each head: rope_type 1 as transformers' apply_rotary_pos_emb
+    (x*cos + rotate_half(x)*sin with cos = cat(cos(f), cos(f))), 0 as llama2.c's pairs."""
+    n_rot = hd if n_rot is None else n_rot
     v = v.copy()
-    half = hd // 2
-    i = np.arange(half)
-    ang = pos * theta ** (-2.0 * i / hd)
-    c, s = np.cos(ang), np.sin(ang)
+    ang = pos * np.asarray(inv)
     for h in range(n_heads):
-        head = v[h * hd:(h + 1) * hd]
-        a, b = (2 * i, 2 * i + 1) if rope_type == 0 else (i, i + half)
-        x0, x1 = head[a].copy(), head[b].copy()
-        head[a] = x0 * c - x1 * s
-        head[b] = x0 * s + x1 * c
+        x = v[h * hd:h * hd + n_rot].copy()
+        if rope_type == 1:
+            cos, sin = np.cos(np.concatenate([ang, ang])), np.sin(np.concatenate([ang, ang]))
+            rot_half = np.concatenate([-x[n_rot // 2:], x[:n_rot // 2]])
+            v[h * hd:h * hd + n_rot] = x * cos + rot_half * sin
+        else:
+            x0, x1 = x[0::2], x[1::2]
+            v[h * hd:h * hd + n_rot:2] = x0 * np.cos(ang) - x1 * np.sin(ang)
+            v[h * hd + 1:h * hd + n_rot:2] = x0 * np.sin(ang) + x1 * np.cos(ang)
     return v
 
 
+def silu(a):
+    return a / (1.0 + np.exp(-a))
+
+
+def gelu_tanh(a):
+    return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3)))
+
+
+def delta_layer(m, ly, h, hist, S):
+    """Qwen3.5's gated-delta layer for one token in pure Python (lists, math), written from
+    transformers' Qwen3_5GatedDeltaNet and torch_recurrent_gated_delta_rule. hist: the list of
+    all previous in_proj_qkv outputs of this layer (the conv input); S: per value head a dk x dv
+    list of lists (updated in place). Returns the vector fed to ssm_out (before act())."""
+    nk, nv, dk, dv, K = m["nk"], m["nv"], m["dk"], m["dv"], m["K"]
+    qkv = list(ly["wqkv"] @ h)
+    z, b, a = list(ly["wz"] @ h), list(ly["wb"] @ h), list(ly["wa"] @ h)
+    hist.append(qkv)
+    T = len(hist)
+    # F.conv1d(padding=K-1)[..., :T] of the whole sequence, last position: tap j sees input T-K+j.
+    conv = []
+    for ch in range(len(qkv)):
+        acc = 0.0
+        for j in range(K):
+            t = T - K + j
+            acc += ly["conv"][ch][j] * (hist[t][ch] if t >= 0 else 0.0)
+        conv.append(acc / (1.0 + math.exp(-acc)))
+    q = [conv[i * dk:(i + 1) * dk] for i in range(nk)]
+    k = [conv[nk * dk + i * dk:nk * dk + (i + 1) * dk] for i in range(nk)]
+    v = [conv[2 * nk * dk + i * dv:2 * nk * dk + (i + 1) * dv] for i in range(nv)]
+    l2 = lambda x: [e / math.sqrt(sum(y * y for y in x) + 1e-6) for e in x]
+    q = [[e / math.sqrt(dk) for e in l2(x)] for x in q]
+    k = [l2(x) for x in k]
+    out = []
+    for j in range(nv):
+        kh = j // (nv // nk)  # repeat_interleave: consecutive value heads share a key head
+        beta = 1.0 / (1.0 + math.exp(-b[j]))
+        x = a[j] + ly["dt"][j]
+        g = ly["A"][j] * (x if x > 20 else math.log1p(math.exp(x)))
+        Sj = S[j]
+        for i in range(dk):
+            for e in range(dv):
+                Sj[i][e] *= math.exp(g)
+        mem = [sum(Sj[i][e] * k[kh][i] for i in range(dk)) for e in range(dv)]
+        delta = [(v[j][e] - mem[e]) * beta for e in range(dv)]
+        for i in range(dk):
+            for e in range(dv):
+                Sj[i][e] += k[kh][i] * delta[e]
+        o = [sum(Sj[i][e] * q[kh][i] for i in range(dk)) for e in range(dv)]
+        r = 1.0 / math.sqrt(sum(e * e for e in o) / dv + m["eps"])
+        for e in range(dv):
+            zz = z[j * dv + e]
+            out.append(ly["snorm"][e] * (o[e] * r) * (zz / (1.0 + math.exp(-zz))))
+    return np.array(out)
+
+
 def np_forward(m, tokens, quantized, kv="f64"):
-    """Logits (len(tokens) x vocab), one position at a time."""
+    """Logits (len(tokens) x vocab), one position at a time. Keys a Llama model dict may lack
+    take their Llama defaults."""
     act = act_q8 if quantized else (lambda a: a)
+    g = m.get
     hd, nh, nkv, L = m["head_dim"], m["n_heads"], m["n_kv_heads"], len(m["layers"])
+    n_rot = g("n_rot", 0) or hd
+    inv_global = inv_freqs(m["theta"], n_rot, g("rope_scaling", 0), g("rope_factor", 1.0), g("low", 1.0),
+                           g("high", 1.0), g("orig", 1))
+    inv_local = inv_freqs(g("local_theta"), n_rot) if g("local_theta", 0) else inv_global
+    window, pattern, period = g("window", 0), g("pattern", 0), g("linear_period", 0)
+    post = g("post_norms", False)
     kvdim = nkv * hd
     T = len(tokens)
     K = np.zeros((L, T, kvdim))
     V = np.zeros((L, T, kvdim))
     KD = np.zeros((L, T, nkv))
+    hist = [[] for _ in range(L)]
+    S = [[[[0.0] * g("dv", 0) for _ in range(g("dk", 0))] for _ in range(g("nv", 0))] for _ in range(L)]
     out = []
+    norm = lambda x, w: rmsnorm(x, w, m["eps"])
     for pos, tok in enumerate(tokens):
         x = m["emb"][tok] * m["embed_scale"]
         for l, ly in enumerate(m["layers"]):
-            h = act(rmsnorm(x, ly["attn_norm"], m["eps"]))
-            q = rope(ly["wq"] @ h, nh, hd, pos, m["theta"], m["rope_type"])
-            k = rope(ly["wk"] @ h, nkv, hd, pos, m["theta"], m["rope_type"])
-            v = ly["wv"] @ h
-            if kv == "f64":
-                K[l, pos], V[l, pos] = k, v
-            elif kv == "f32":
-                K[l, pos], V[l, pos] = k.astype(F32), v.astype(F32)
-            elif kv == "f16":
-                K[l, pos], V[l, pos] = k.astype(np.float16), v.astype(np.float16)
-            else:  # q8: one scale per position and KV head
-                for g in range(nkv):
-                    sl = slice(g * hd, (g + 1) * hd)
-                    K[l, pos, sl], KD[l, pos, g] = q8_group(k[sl])
-                    vq, vd = q8_group(v[sl])
-                    V[l, pos, sl] = vq * vd
-            o = np.zeros(nh * hd)
-            for hh in range(nh):
-                g = hh // (nh // nkv)
-                sl = slice(g * hd, (g + 1) * hd)
-                qh = q[hh * hd:(hh + 1) * hd]
-                if kv == "q8":
-                    qq, qd = q8_group(qh)
-                    s = (K[l, :pos + 1, sl] @ qq) * qd * KD[l, :pos + 1, g] / np.sqrt(hd)
-                else:
-                    s = (K[l, :pos + 1, sl] @ qh) / np.sqrt(hd)
-                e = np.exp(s - s.max())
-                o[hh * hd:(hh + 1) * hd] = V[l, :pos + 1, sl].T @ (e / e.sum())
-            x = x + ly["wo"] @ act(o)
-            h = act(rmsnorm(x, ly["ffn_norm"], m["eps"]))
+            h = act(norm(x, ly["attn_norm"]))
+            if period and l % period != period - 1:
+                r = ly["wout"] @ act(delta_layer(m, ly, h, hist[l], S[l]))
+                x = x + (norm(r, ly["pan"]) if post else r)
+            else:
+                q, k, v = ly["wq"] @ h, ly["wk"] @ h, ly["wv"] @ h
+                if g("qkv_bias"):
+                    q, k, v = q + ly["bq"], k + ly["bk"], v + ly["bv"]
+                if g("qk_norm"):
+                    q = np.concatenate([norm(q[i * hd:(i + 1) * hd], ly["qn"]) for i in range(nh)])
+                    k = np.concatenate([norm(k[i * hd:(i + 1) * hd], ly["kn"]) for i in range(nkv)])
+                sliding = window > 0 and not (pattern > 0 and l % pattern == pattern - 1)
+                inv = inv_local if sliding else inv_global
+                q = rope(q, nh, hd, pos, inv, m["rope_type"], n_rot)
+                k = rope(k, nkv, hd, pos, inv, m["rope_type"], n_rot)
+                if kv == "f64":
+                    K[l, pos], V[l, pos] = k, v
+                elif kv == "f32":
+                    K[l, pos], V[l, pos] = k.astype(F32), v.astype(F32)
+                elif kv == "f16":
+                    K[l, pos], V[l, pos] = k.astype(np.float16), v.astype(np.float16)
+                else:  # q8: one scale per position and KV head
+                    for gg in range(nkv):
+                        sl = slice(gg * hd, (gg + 1) * hd)
+                        K[l, pos, sl], KD[l, pos, gg] = q8_group(k[sl])
+                        vq, vd = q8_group(v[sl])
+                        V[l, pos, sl] = vq * vd
+                # The causal mask, and a sliding layer's window: key j is seen iff j > pos - window.
+                seen = [j for j in range(pos + 1) if not sliding or j > pos - window]
+                o = np.zeros(nh * hd)
+                for hh in range(nh):
+                    gg = hh // (nh // nkv)
+                    sl = slice(gg * hd, (gg + 1) * hd)
+                    qh = q[hh * hd:(hh + 1) * hd]
+                    if kv == "q8":
+                        qq, qd = q8_group(qh)
+                        s = (K[l, seen, sl] @ qq) * qd * KD[l, seen, gg]
+                    else:
+                        s = K[l, seen, sl] @ qh
+                    s = s * g("attn_scale") if g("attn_scale", 0) else s / np.sqrt(hd)
+                    e = np.exp(s - s.max())
+                    o[hh * hd:(hh + 1) * hd] = V[l, seen, sl].T @ (e / e.sum())
+                if g("attn_gate"):
+                    o = o / (1.0 + np.exp(-(ly["wg"] @ h)))
+                r = ly["wo"] @ act(o)
+                x = x + (norm(r, ly["pan"]) if post else r)
+            h = act(norm(x, ly["ffn_norm"]))
             gate, up = ly["w1"] @ h, ly["w3"] @ h
-            x = x + ly["w2"] @ act(gate / (1.0 + np.exp(-gate)) * up)
+            y = ly["w2"] @ act((gelu_tanh(gate) if g("act", 0) == 1 else silu(gate)) * up)
+            x = x + (norm(y, ly["pfn"]) if post else y)
         wcls = m["emb"] if m["wcls"] is None else m["wcls"]
-        out.append(wcls @ act(rmsnorm(x, m["out_norm"], m["eps"])))
+        logits = wcls @ act(norm(x, m["out_norm"]))
+        if g("softcap", 0):
+            logits = g("softcap") * np.tanh(logits / g("softcap"))
+        out.append(logits)
     return np.array(out)
 
 
@@ -275,6 +387,128 @@ def make_mlb(path, rng, dim, hidden, layers, nh, nkv, hd, vocab, seq, wtype, sca
                 embed_scale=float(F32(embed_scale)), emb=emb, layers=ly, out_norm=out_norm, wcls=wcls)
 
 
+# Header fields of .mlb version 2 (docs/format.md): name -> (offset, struct format).
+HEADER_FIELDS = dict(
+    version=(8, "I"), header_size=(12, "I"), arch=(16, "I"), dim=(20, "I"), hidden_dim=(24, "I"),
+    n_layers=(28, "I"), n_heads=(32, "I"), n_kv_heads=(36, "I"), head_dim=(40, "I"), vocab_size=(44, "I"),
+    max_seq=(48, "I"), wtype=(52, "I"), scale_type=(56, "I"), norm_eps=(60, "f"), rope_theta=(64, "f"),
+    rope_type=(68, "I"), rope_scaling=(72, "I"), rope_factor=(76, "f"), rope_low_freq_factor=(80, "f"),
+    rope_high_freq_factor=(84, "f"), rope_orig_max_seq=(88, "I"), flags=(92, "I"), activation=(96, "I"),
+    embed_scale=(100, "f"), sliding_window=(104, "I"), sliding_pattern=(108, "I"), linear_period=(112, "I"),
+    linear_k_heads=(116, "I"), linear_v_heads=(120, "I"), linear_k_dim=(124, "I"), linear_v_dim=(128, "I"),
+    linear_conv=(132, "I"), bos_id=(136, "I"), eos_id=(140, "I"), hidden_dim_orig=(144, "I"),
+    n_tensors=(148, "I"), dir_offset=(152, "Q"), tokenizer_offset=(160, "Q"), tokenizer_size=(168, "Q"),
+    file_size=(176, "Q"), rope_local_theta=(184, "f"), n_rot=(188, "I"), attn_scale=(192, "f"),
+    logit_softcap=(196, "f"))
+
+
+def write_mlb(path, tensors, fields):
+    """Lays out tensors [(name, type, scale_type, rows, cols, data, scales)] after the header and
+    directory, 64-byte aligned, and writes the header from fields (HEADER_FIELDS names)."""
+    dir_off = 256
+    pos = dir_off + 96 * len(tensors)
+    align = lambda p: (p + 63) // 64 * 64
+    entries = []
+    for name, t, st, rows, cols, data, sc in tensors:
+        doff = align(pos)
+        soff = align(doff + len(data)) if sc else 0
+        entries.append((name, t, st, rows, cols, doff, len(data), soff, len(sc)))
+        pos = soff + len(sc) if sc else doff + len(data)
+    buf = bytearray(pos)
+    for e, (name, t, st, rows, cols, data, sc) in zip(entries, tensors):
+        buf[e[5]:e[5] + len(data)] = data
+        buf[e[7]:e[7] + len(sc)] = sc
+    for i, e in enumerate(entries):
+        struct.pack_into("<48sIIIIQQQQ", buf, dir_off + 96 * i, e[0].encode(), *e[1:])
+    buf[0:8] = b"KRAFLMLB"
+    all_fields = dict(version=2, header_size=256, n_tensors=len(tensors), dir_offset=dir_off, file_size=pos,
+                      bos_id=1, eos_id=2)
+    all_fields.update(fields)
+    for name, val in all_fields.items():
+        off, fmt = HEADER_FIELDS[name]
+        struct.pack_into("<" + fmt, buf, off, val)
+    with open(path, "wb") as f:
+        f.write(buf)
+
+
+def make_mlb2(path, rng, dim=64, hidden=96, layers=2, nh=4, nkv=2, hd=16, vocab=50, seq=24, wtype=2,
+              scale_type=0, rope_type=1, tied=False, embed_scale=1.0, theta=10000.0, eps=1e-5, arch=0,
+              version=2, n_rot=0, local_theta=0.0, rope_scaling=0, rope_factor=1.0, low=1.0, high=1.0, orig=0,
+              attn_scale=0.0, softcap=0.0, act=0, window=0, pattern=0, linear_period=0, nk=0, nv=0, dk=0, dv=0,
+              K=0, qkv_bias=False, qk_norm=False, post_norms=False, attn_gate=False, tweak=None):
+    """Writes a random .mlb of any architecture per docs/format.md; returns the numpy model.
+    tweak(tensors) may edit the tensor list before writing (error tests)."""
+    tensors = []
+    f32 = lambda v: float(F32(v))
+
+    def q(name, rows, cols):
+        w, data, sc = qtensor(rng, rows, cols, wtype, scale_type)
+        tensors.append((name, wtype, scale_type, rows, cols, data, sc))
+        return w
+
+    def vec(name, n, mean=1.0, sc=0.2):
+        w = (mean + sc * rng.standard_normal(n)).astype(F32)
+        tensors.append((name, 0, 0, 1, n, f32bytes(w), b""))
+        return w.astype(F64)
+
+    emb = q("tok_embd", vocab, dim)
+    ly = []
+    for l in range(layers):
+        p = f"blk.{l}."
+        d = dict(attn_norm=vec(p + "attn_norm", dim))
+        if linear_period and l % linear_period != linear_period - 1:
+            ch = 2 * nk * dk + nv * dv
+            d.update(wqkv=q(p + "attn_qkv", ch, dim), wz=q(p + "attn_gate", nv * dv, dim),
+                     wb=q(p + "ssm_beta", nv, dim), wa=q(p + "ssm_alpha", nv, dim))
+            conv = (0.5 * rng.standard_normal((ch, K))).astype(F32)
+            tensors.append((p + "ssm_conv1d", 0, 0, ch, K, f32bytes(conv), b""))
+            d["conv"] = conv.astype(F64).tolist()
+            d["A"] = vec(p + "ssm_a", nv, mean=-1.0, sc=0.3).tolist()  # A = -exp(A_log) < 0
+            d["dt"] = vec(p + "ssm_dt", nv, mean=0.0, sc=1.0).tolist()
+            d["snorm"] = vec(p + "ssm_norm", dv).tolist()
+            d["wout"] = q(p + "ssm_out", dim, nv * dv)
+        else:
+            d.update(wq=q(p + "attn_q", nh * hd, dim), wk=q(p + "attn_k", nkv * hd, dim),
+                     wv=q(p + "attn_v", nkv * hd, dim))
+            if qkv_bias:
+                d.update(bq=vec(p + "attn_q.bias", nh * hd, 0.0, 0.5), bk=vec(p + "attn_k.bias", nkv * hd, 0.0, 0.5),
+                         bv=vec(p + "attn_v.bias", nkv * hd, 0.0, 0.5))
+            if qk_norm:
+                d.update(qn=vec(p + "attn_q_norm", hd), kn=vec(p + "attn_k_norm", hd))
+            if attn_gate:
+                d["wg"] = q(p + "attn_gate", nh * hd, dim)
+            d["wo"] = q(p + "attn_output", dim, nh * hd)
+        if post_norms:
+            d.update(pan=vec(p + "post_attention_norm", dim), pfn=vec(p + "post_ffw_norm", dim))
+        d.update(ffn_norm=vec(p + "ffn_norm", dim), w1=q(p + "ffn_gate", hidden, dim), w3=q(p + "ffn_up", hidden, dim),
+                 w2=q(p + "ffn_down", dim, hidden))
+        ly.append(d)
+    out_norm = vec("output_norm", dim)
+    wcls = None if tied else q("output", vocab, dim)
+    rng.shuffle(tensors)  # directory order is free
+    if tweak:
+        tweak(tensors)
+    flags = (1 if qkv_bias else 0) | (2 if qk_norm else 0) | (4 if post_norms else 0) | (8 if tied else 0) | \
+        (16 if attn_gate else 0)
+    fields = dict(version=version, arch=arch, dim=dim, hidden_dim=hidden, n_layers=layers, n_heads=nh,
+                  n_kv_heads=nkv, head_dim=hd, vocab_size=vocab, max_seq=seq, wtype=wtype, scale_type=scale_type,
+                  norm_eps=eps, rope_theta=theta, rope_type=rope_type, rope_scaling=rope_scaling,
+                  rope_factor=rope_factor, rope_low_freq_factor=low, rope_high_freq_factor=high,
+                  rope_orig_max_seq=orig, flags=flags, activation=act, embed_scale=embed_scale,
+                  sliding_window=window, sliding_pattern=pattern, linear_period=linear_period, linear_k_heads=nk,
+                  linear_v_heads=nv, linear_k_dim=dk, linear_v_dim=dv, linear_conv=K, hidden_dim_orig=hidden)
+    if version == 2:
+        fields.update(rope_local_theta=local_theta, n_rot=n_rot, attn_scale=attn_scale, logit_softcap=softcap)
+    write_mlb(path, tensors, fields)
+    return dict(dim=dim, hidden=hidden, n_heads=nh, n_kv_heads=nkv, head_dim=hd, vocab=vocab, seq=seq,
+                eps=f32(eps), theta=f32(theta), rope_type=rope_type, embed_scale=f32(embed_scale), emb=emb,
+                layers=ly, out_norm=out_norm, wcls=wcls, n_rot=n_rot, local_theta=f32(local_theta),
+                rope_scaling=rope_scaling, rope_factor=f32(rope_factor), low=f32(low), high=f32(high), orig=orig,
+                attn_scale=f32(attn_scale), softcap=f32(softcap), act=act, window=window, pattern=pattern,
+                linear_period=linear_period, nk=nk, nv=nv, dk=dk, dv=dv, K=K, qkv_bias=qkv_bias,
+                qk_norm=qk_norm, post_norms=post_norms, attn_gate=attn_gate)
+
+
 # ----------------------------------------------------------------------------------------------
 # Running the tools.
 
@@ -358,6 +592,103 @@ def case_mlb_random(c):
         assert list(map(int, ids)) == greedy(m, [1, 17], 5, True, "f32"), f"greedy ids {ids}"
 
 
+# The architectures of format version 2, each a small random model (kwargs of make_mlb2).
+ARCH_CONFIGS = [
+    ("llama3 (rope_scaling llama3, GQA, tied)",
+     dict(arch=0, theta=10000.0, rope_scaling=1, rope_factor=8.0, low=1.0, high=4.0, orig=64, tied=True)),
+    ("llama v1 file", dict(arch=0, version=1, rope_type=0)),
+    ("interleaved pairs on n_rot 8 of 16, Q4", dict(arch=0, rope_type=0, n_rot=8, wtype=3)),
+    ("qwen2.5 (q/k/v biases, Q4 f16 scales, tied)",
+     dict(arch=1, wtype=3, scale_type=1, qkv_bias=True, tied=True, theta=1e6)),
+    ("qwen3 (q/k norms, q_dim 128 != dim 64)", dict(arch=2, nh=4, nkv=2, hd=32, qk_norm=True, theta=1e6)),
+    ("gemma3 (post norms, GELU, embed scale, windows, local base, linear scaling, attn_scale, softcap)",
+     dict(arch=3, layers=4, nh=4, nkv=1, hd=16, qk_norm=True, post_norms=True, act=1, embed_scale=8.0, window=3,
+          pattern=2, local_theta=10000.0, theta=1e6, rope_scaling=2, rope_factor=8.0, attn_scale=24 ** -0.5,
+          softcap=3.0, tied=True)),
+    ("qwen3.5 (gated delta layers 0-2 and 4, gated attention layer 3 with n_rot 8 of 32)",
+     dict(arch=4, layers=5, nh=2, nkv=1, hd=32, n_rot=8, qk_norm=True, attn_gate=True, theta=1e7, tied=True,
+          linear_period=4, nk=2, nv=4, dk=8, dv=16, K=4)),
+]
+
+
+def case_mlb_archs(c):
+    """Every architecture against the numpy reference (which computes the gated-delta layers in
+    pure Python and the RoPE tables with plain floats), with each emulated cache."""
+    rng = np.random.default_rng(2024)
+    tokens = [1, 17, 4, 4, 33, 2, 48, 10, 0, 25, 7]
+    # The llama3 config's frequencies fall in all three bands (wavelength 2*pi/f below orig/high,
+    # between, above orig/low), so each branch of the scaling is exercised.
+    waves = [2 * math.pi / f for f in inv_freqs(10000.0, 16)]
+    assert min(waves) < 64 / 4 and any(16 <= w <= 64 for w in waves) and max(waves) > 64, waves
+    for label, kw in ARCH_CONFIGS:
+        path = os.path.join(c.tmp, "arch.mlb")
+        m = make_mlb2(path, rng, **kw)
+        for kv in ("f32", "f16", "q8"):
+            want = np_forward(m, tokens, quantized=True, kv=kv)
+            got, _ = c.ref_logits(path, tokens, m["vocab"], "--kv", kv)
+            check_close(f"{label} --kv {kv}", got, want, TIGHT)
+        assert rel_err(got, np_forward(m, tokens, False, "q8")) > 1e-4, "activation quantization has no effect?"
+        ids = c.run_ref(path, "--tokens", "1 17", "-n", 5).stdout.split()
+        assert list(map(int, ids)) == greedy(m, [1, 17], 5, True, "f32"), f"greedy ids {ids}"
+
+
+def case_mlb_features(c):
+    """Properties with an exact, hand-derived expectation (no reference forward pass): files that
+    differ only in their header must give the same or predictably related logits."""
+    tokens = [3, 9, 3, 14, 9, 3, 22, 5]
+
+    def logits(seed, **kw):
+        path = os.path.join(c.tmp, "feat.mlb")
+        m = make_mlb2(path, np.random.default_rng(seed), **kw)
+        return c.ref_logits(path, tokens, m["vocab"])[0]
+
+    def same(name, a, b):
+        assert np.array_equal(a, b), f"{name}: logits differ by {np.abs(a - b).max():.3e}"
+        print(f"  {name}: identical")
+
+    def differ(name, a, b):
+        assert rel_err(a, b) > 1e-4, f"{name}: no effect ({rel_err(a, b):.3e})"
+        print(f"  {name}: differs ({rel_err(a, b):.2e})")
+    base = dict(layers=2, nh=4, nkv=2, hd=16)
+    ref = logits(1, **base)
+    same("version 1 file = version 2 with default v2 fields", ref, logits(1, version=1, **base))
+    same("n_rot = head_dim equals n_rot 0", ref, logits(1, n_rot=16, **base))
+    differ("n_rot 8 < head_dim", ref, logits(1, n_rot=8, **base))
+    same("attn_scale 0.25 = 1/sqrt(16) equals attn_scale 0", ref, logits(1, attn_scale=0.25, **base))
+    differ("attn_scale 0.5", ref, logits(1, attn_scale=0.5, **base))
+    # A window no shorter than the prompt changes nothing; a sliding layer with local base = the
+    # global base ignores the global table's scaling (only rope_theta's table is scaled).
+    same("window >= prompt", ref, logits(1, window=len(tokens), **base))
+    same("all-sliding layers use the unscaled local base", ref,
+         logits(1, window=len(tokens), local_theta=10000.0, rope_scaling=2, rope_factor=8.0, **base))
+    differ("rope_scaling linear on the global table", ref, logits(1, rope_scaling=2, rope_factor=8.0, **base))
+    differ("window 3 on every layer", ref, logits(1, window=3, **base))
+    differ("window 3, layer 1 global", logits(1, window=3, **base), logits(1, window=3, pattern=2, **base))
+    # llama3 scaling: every wavelength below orig/high leaves the frequencies unchanged; every
+    # wavelength above orig/low divides them all by factor, i.e. linear scaling.
+    same("llama3 with all frequencies high", ref,
+         logits(1, rope_scaling=1, rope_factor=8.0, low=1.0, high=4.0, orig=4000000000, **base))
+    same("llama3 with all frequencies low = linear", logits(1, rope_scaling=2, rope_factor=8.0, **base),
+         logits(1, rope_scaling=1, rope_factor=8.0, low=1.0, high=4.0, orig=1, **base))
+    # Window 1 on every layer: each position attends to itself only (softmax of one score = 1,
+    # output = its own v), so the logits depend on the current token alone.
+    w1 = logits(2, window=1, **base)
+    for i, t in enumerate(tokens):
+        j = tokens.index(t)
+        assert np.array_equal(w1[i], w1[j]), f"window 1: position {i} differs from {j} (same token {t})"
+    w2 = logits(2, window=2, **base)
+    assert not np.array_equal(w2[2], w2[0]), "window 2 should see the previous token"
+    print("  window 1: logits depend on the current token only")
+    # Soft-capping: c * tanh(l / c) of the uncapped logits (both dumps are float32).
+    c_ = 2.0
+    raw = logits(3, **base)
+    capped = logits(3, softcap=c_, **base)
+    assert np.abs(raw).max() > 2 * c_, "the cap should bind somewhere"
+    err = np.abs(capped - c_ * np.tanh(raw / c_)).max()
+    assert err <= 4e-7 * c_, f"softcap: {err:.3e}"
+    print(f"  softcap {c_}: c*tanh(l/c) of the uncapped logits within {err:.1e}")
+
+
 def case_stories260k(c):
     path = os.path.join(c.shared, "models", "stories260K.bin")
     expect = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338]
@@ -392,9 +723,9 @@ def case_errors(c):
     assert os.path.getsize(out) == 3 * 10 * 4
     bad_file("truncated.mlb", raw[:-10], "file_size")
     bad_file("short.mlb", raw[:100], "truncated")
-    bad_file("version.mlb", patched(8, "<I", 2), "version")
+    bad_file("version.mlb", patched(8, "<I", 3), "version")
     bad_file("wtype.mlb", patched(52, "<I", 7), "wtype")
-    bad_file("arch.mlb", patched(16, "<I", 2), "arch")
+    bad_file("arch.mlb", patched(16, "<I", 5), "arch")
     bad_file("dim.mlb", patched(20, "<I", 48), "dim")
     bad_file("dir.mlb", patched(152, "<Q", 1 << 40), "directory")
     bad_file("name.mlb", patched(256, "<4s", b"xxxx"), "missing")
@@ -404,6 +735,49 @@ def case_errors(c):
     write_llama2c(l2c, random_float_model(rng, 32, 32, 1, 2, 2, 11, 8, False), 0)
     bad_file("l2c_trunc.bin", open(l2c, "rb").read()[:-4], "truncated")
     bad_file("l2c_long.bin", open(l2c, "rb").read() + b"\0" * 4, "bytes")
+    # Version 2 headers and the optional tensors.
+    small = dict(dim=32, hidden=32, layers=2, nh=2, nkv=1, hd=16, vocab=10, seq=8)
+    v2 = os.path.join(c.tmp, "v2.mlb")
+    make_mlb2(v2, rng, **small)
+    raw2 = open(v2, "rb").read()
+    lin = os.path.join(c.tmp, "lin.mlb")
+    make_mlb2(lin, rng, **small, linear_period=2, nk=1, nv=2, dk=16, dv=16, K=3)
+    rawl = open(lin, "rb").read()
+    bias = os.path.join(c.tmp, "bias.mlb")
+    make_mlb2(bias, rng, **small, qkv_bias=True)
+    rawb = open(bias, "rb").read()
+    for good_file in (v2, lin, bias):
+        c.run_ref(good_file, "--tokens", "1 2 3", "--dump-logits", out)
+
+    def field(data, name, val):
+        off, fmt = HEADER_FIELDS[name]
+        b = bytearray(data)
+        struct.pack_into("<" + fmt, b, off, val)
+        return bytes(b)
+    bad_file("v2_reserved.mlb", raw2[:200] + b"\1" + raw2[201:], "reserved byte at offset 200")
+    bad_file("v1_with_v2_field.mlb", field(field(raw2, "version", 1), "n_rot", 8), "reserved byte at offset 188")
+    bad_file("flags.mlb", field(raw2, "flags", 32), "flags")
+    bad_file("rope_scaling.mlb", field(raw2, "rope_scaling", 3), "rope_scaling")
+    llama3 = field(field(field(raw2, "rope_scaling", 1), "rope_factor", 8.0), "rope_orig_max_seq", 64)
+    bad_file("llama3_factors.mlb", field(field(llama3, "rope_low_freq_factor", 4.0), "rope_high_freq_factor", 4.0),
+             "rope_high_freq_factor")
+    bad_file("linear_factor.mlb", field(field(raw2, "rope_scaling", 2), "rope_factor", 0.0), "rope_factor")
+    bad_file("activation.mlb", field(raw2, "activation", 2), "activation")
+    bad_file("n_rot_odd.mlb", field(raw2, "n_rot", 3), "n_rot")
+    bad_file("n_rot_big.mlb", field(raw2, "n_rot", 18), "n_rot")
+    bad_file("pattern.mlb", field(raw2, "sliding_pattern", 2), "sliding_pattern")
+    bad_file("softcap.mlb", field(raw2, "logit_softcap", -1.0), "logit_softcap")
+    bad_file("attn_scale.mlb", field(raw2, "attn_scale", float("nan")), "attn_scale")
+    bad_file("local_theta.mlb", field(raw2, "rope_local_theta", float("inf")), "rope_local_theta")
+    bad_file("linear_fields.mlb", field(raw2, "linear_period", 2), "linear_k_heads")
+    bad_file("linear_heads.mlb", field(rawl, "linear_k_heads", 3), "linear_v_heads")
+    bad_file("linear_period.mlb", field(rawl, "linear_period", 0), "blk.0.attn_q missing")
+    bad_file("linear_layers.mlb", field(rawl, "linear_period", 3), "blk.1.attn_qkv missing")
+    bad_file("flag_bias.mlb", field(raw2, "flags", 1), "blk.0.attn_q.bias missing")
+    bad_file("flag_qknorm.mlb", field(raw2, "flags", 2), "attn_q_norm missing")
+    bad_file("flag_post.mlb", field(raw2, "flags", 4), "post_attention_norm missing")
+    bad_file("flag_gate.mlb", field(raw2, "flags", 16), "attn_gate missing")
+    bad_file("no_flag_bias.mlb", field(rawb, "flags", 0), "unexpected tensor blk.0.attn_k.bias")
     c.run_ref(os.path.join(c.tmp, "nonexistent.mlb"), "--tokens", "1", "-n", 1, expect=1)
     c.run_ref(good, "--tokens", "1", "--dump-logits", os.path.join(c.tmp, "no", "dir", "x"), expect=1)
     for argv in (["--tokens", "1 x", "-n", 1], ["--tokens", "1 10", "-n", 1], ["--tokens", "", "-n", 1],
@@ -480,7 +854,8 @@ def case_compare_logits(c):
     assert r.returncode == 2, r
 
 
-CASES = {"llama2c_random": case_llama2c_random, "mlb_random": case_mlb_random,
+CASES = {"llama2c_random": case_llama2c_random, "mlb_random": case_mlb_random, "mlb_archs": case_mlb_archs,
+         "mlb_features": case_mlb_features,
          "stories260k": case_stories260k, "errors": case_errors, "compare_logits": case_compare_logits}
 
 

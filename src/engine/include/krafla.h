@@ -66,6 +66,8 @@ typedef struct ml_model_info {
   int pack_from_cache, pack_cache_written;
   size_t packed_bytes;
   size_t model_bytes; /* the file */
+  int recurrent; /* 1: linear-attention layers keep a state that cannot rewind: a session truncates
+                    only to 0 or to its own position (ml_session_truncate) */
 } ml_model_info;
 
 /* params may be NULL (defaults). */
@@ -320,13 +322,32 @@ typedef struct ml_convert_random_params {
   const char* out;
   const char* gguf;      /* NULL, or also write the model as GGUF v3 for llama.cpp (needs scales_f16 and
                           * GGUF's RoPE layout of the architecture: interleaved for Llama) */
+  /* NULL, or a Hugging Face config.json: the model gets its architecture and shape, except the
+   * shape fields above that are non-zero (e.g. layers and vocab, to shorten it for a test);
+   * rope_half, rope_theta and tied then come from the config too. */
+  const char* config;
 } ml_convert_random_params;
+
+/* A Hugging Face model folder (config.json, model.safetensors or model.safetensors.index.json and
+ * its shards, tokenizer.json [+ tokenizer_config.json, generation_config.json]) to an .mlb:
+ * Llama/Mistral, Qwen2, Qwen3, Gemma 3 and Qwen3.5 causal LMs, F32/F16/BF16 weights. */
+typedef struct ml_convert_hf_params {
+  const char* dir;
+  const char* chat_template; /* NULL, or a Jinja file replacing the tokenizer's chat template */
+  const char* out;
+  int wtype;      /* ML_DT_Q8 or ML_DT_Q4 */
+  int scales_f16; /* 1: block scales as IEEE halves */
+  void (*note)(void* user, const char* msg); /* NULL, or told of tensors skipped on purpose */
+  void* note_user;
+} ml_convert_hf_params;
 
 /* The defaults (Q8, f32 scales, seed 1, theta 10000, interleaved, untied). */
 ml_convert_llama2c_params ml_convert_llama2c_defaults(void);
 ml_convert_random_params ml_convert_random_defaults(void);
+ml_convert_hf_params ml_convert_hf_defaults(void);
 ml_status ml_convert_llama2c(const ml_convert_llama2c_params* p, ml_error* err);
 ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err);
+ml_status ml_convert_hf(const ml_convert_hf_params* p, ml_error* err);
 
 /* ---- Kernel benchmark (ml_bench) ---------------------------------------------------------- */
 
