@@ -4,11 +4,13 @@
 //   ml_convert random --dim D --hidden H --layers L --heads N --kv-heads K --vocab V --max-seq S
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
+//   ml_convert gguf FILE.gguf -o OUT.mlb [--wtype q8|q4] [--chat-template FILE]
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
 // Every message goes to stderr, prefixed "ml_convert: ". The converting is src/convert
 // (ml_convert_lib), which reports out-of-memory as ML_E_NOMEM like every other failure.
+#include <cstdio>
 #include <string>
 
 #include "cli/cli.h"
@@ -67,6 +69,17 @@ int ml_main(int argc, char** argv) {
   rn->add_option("--chat-template", r_tmpl, "a Jinja chat template file replacing the Hugging Face tokenizer's");
   rn->add_option("-o,--output", r_out, "the .mlb file to write")->required();
 
+  ml_convert_gguf_params go = ml_convert_gguf_defaults();
+  std::string g_path, g_out, g_wtype, g_tmpl;
+  CLI::App* gg = app.add_subcommand("gguf", "a GGUF file (llama.cpp): llama, qwen2, qwen3, gemma3, with its tokenizer");
+  gg->add_option("file", g_path, "the .gguf file")->required();
+  gg->add_option("-o,--output", g_out, "the .mlb file to write")->required();
+  gg->add_option("--wtype", g_wtype,
+                 "weight type for F32/F16/BF16 and requantized tensors: q8 or q4 (default: the file's, Q4 when its "
+                 "quantized matrices are all Q4_0, else Q8)")
+      ->check(CLI::IsMember({"q8", "q4"}));
+  gg->add_option("--chat-template", g_tmpl, "a Jinja chat template file replacing tokenizer.chat_template");
+
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
   ml_error err;
@@ -79,6 +92,13 @@ int ml_main(int argc, char** argv) {
     lo.wtype = wtype_of(l_wtype);
     lo.scales_f16 = l_scales == "f16";
     s = ml_convert_llama2c(&lo, &err);
+  } else if (gg->parsed()) {
+    go.path = g_path.c_str();
+    go.out = g_out.c_str();
+    go.wtype = g_wtype.empty() ? 0 : wtype_of(g_wtype);
+    go.chat_template = g_tmpl.empty() ? nullptr : g_tmpl.c_str();
+    go.warn = [](void*, const char* msg) { std::fprintf(stderr, "ml_convert: warning: %s\n", msg); };
+    s = ml_convert_gguf(&go, &err);
   } else {
     ro.wtype = wtype_of(r_wtype);
     ro.scales_f16 = r_scales == "f16";
