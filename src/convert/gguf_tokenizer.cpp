@@ -276,6 +276,11 @@ ml_status cv_gguf_tokenizer(cv_model* m, const gguf_file* g, const char* chat_te
       return ml_fail(err, ML_E_ARG, "--chat-template: %s has no tokenizer (no tokenizer.ggml.model)", g->path);
     return ML_OK;
   }
+  const bool is_llama = model.len == 5 && std::memcmp(model.p, "llama", 5) == 0;
+  const bool is_gpt2 = model.len == 4 && std::memcmp(model.p, "gpt2", 4) == 0;
+  if (!is_llama && !is_gpt2)
+    return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.model: \"%.*s\" is not supported (llama, gpt2)", g->path,
+                   (int)(model.len > 32 ? 32 : model.len), model.p);
   const gguf_kv *tokens, *scores, *types;
   ML_TRY(gguf_get_array(g, "tokenizer.ggml.tokens", GGUF_V_STRING, true, &tokens, err));
   ML_TRY(gguf_get_array(g, "tokenizer.ggml.scores", GGUF_V_F32, false, &scores, err));
@@ -291,8 +296,6 @@ ml_status cv_gguf_tokenizer(cv_model* m, const gguf_file* g, const char* chat_te
   cv_buf sbuf;
   ML_TRY(gguf_arr_strings(g, tokens, &sbuf, err));
   const gguf_str* tok = sbuf.as<gguf_str>();
-  const bool is_llama = model.len == 5 && std::memcmp(model.p, "llama", 5) == 0;
-  const bool is_gpt2 = model.len == 4 && std::memcmp(model.p, "gpt2", 4) == 0;
   if (is_llama) {
     if (chat_template)
       return ml_fail(err, ML_E_ARG, "--chat-template: %s's SentencePiece tokenizer becomes a llama2.c tokenizer.bin, "
@@ -302,7 +305,5 @@ ml_status cv_gguf_tokenizer(cv_model* m, const gguf_file* g, const char* chat_te
                      g->path, n, m->h.vocab_size);
     return spm(m, g, tok, n, scores, types, err);
   }
-  if (is_gpt2) return bpe(m, g, tok, n, types, chat_template, err);
-  return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.model: \"%.*s\" is not supported (llama, gpt2)", g->path,
-                 (int)(model.len > 32 ? 32 : model.len), model.p);
+  return bpe(m, g, tok, n, types, chat_template, err);
 }
