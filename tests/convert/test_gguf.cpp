@@ -21,6 +21,7 @@
 
 #include "convert/convert.h"
 #include "convert/gguf.h"
+#include "convert/gguf_internal.h"
 #include "core/half.h"
 #include "model/format.h"
 #include "model/model.h"
@@ -641,4 +642,67 @@ TEST_CASE("gguf: stories260K.gguf gives stories260K.bin's model and tok512.bin's
   }
   ml_model_free(&gm);
   ml_model_free(&lm);
+}
+
+// The K-quant decoders against blocks encoded here from ggml's published layouts (the inverse
+// direction: the test places each chosen 4/6-bit value and 6-bit/int8 scale where the layout says).
+TEST_CASE("gguf: Q4_K and Q6_K blocks decode to the values they encode", "[gguf]") {
+  {
+    // Q4_K: f16 d, f16 dmin, 12 bytes of eight 6-bit scales and mins, 128 bytes of nibbles; element
+    // l of 64-value chunk c is sub-block 2c (low nibble of byte 32c + l) or 2c + 1 (l >= 32, high).
+    std::vector<uint8_t> b(144, 0);
+    const float d = 0.25f, dmin = 0.5f;
+    const uint16_t hd = ml_float_to_half(d), hm = ml_float_to_half(dmin);
+    b[0] = (uint8_t)hd, b[1] = (uint8_t)(hd >> 8), b[2] = (uint8_t)hm, b[3] = (uint8_t)(hm >> 8);
+    int sc[8], mn[8];
+    uint8_t* s = b.data() + 4;
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = 10 + 7 * j, mn[j] = 63 - 5 * j;
+      if (j < 4) {
+        s[j] |= (uint8_t)sc[j], s[j + 4] |= (uint8_t)mn[j];
+      } else {
+        s[j + 4] = (uint8_t)((sc[j] & 15) | (mn[j] & 15) << 4);
+        s[j - 4] |= (uint8_t)((sc[j] >> 4) << 6);
+        s[j] |= (uint8_t)((mn[j] >> 4) << 6);
+      }
+    }
+    std::vector<float> want(256);
+    for (int i = 0; i < 256; ++i) {
+      const int q = (i * 7 + 3) % 16, c = i / 64, l = i % 64, j = i / 32;
+      uint8_t& byte = b[16 + 32 * c + l % 32];
+      byte |= (uint8_t)(l < 32 ? q : q << 4);
+      want[i] = d * sc[j] * q - dmin * mn[j];
+    }
+    std::vector<float> got(256);
+    REQUIRE(cv_gguf_dequant(GGUF_T_Q4_K, b.data(), 256, got.data()));
+    for (int i = 0; i < 256; ++i) {
+      INFO("Q4_K element " << i);
+      CHECK(got[i] == Approx(want[i]).margin(1e-5));
+    }
+  }
+  {
+    // Q6_K: ql[128], qh[64], int8 scales[16], f16 d. Element i: half n = i/128, quarter g = (i%128)/32,
+    // l = i%32; low 4 bits in ql[64n + l + 32(g&1)] (low nibble for g < 2), high 2 bits in
+    // qh[32n + l] at bit 2g, scale sc[8n + l/16 + 2g]; value d * sc * (q - 32).
+    std::vector<uint8_t> b(210, 0);
+    const float d = 0.125f;
+    const uint16_t hd = ml_float_to_half(d);
+    b[208] = (uint8_t)hd, b[209] = (uint8_t)(hd >> 8);
+    int8_t sc[16];
+    for (int k = 0; k < 16; ++k) sc[k] = (int8_t)(k * 9 - 70), b[192 + k] = (uint8_t)sc[k];
+    std::vector<float> want(256);
+    for (int i = 0; i < 256; ++i) {
+      const int q = (i * 13 + 5) % 64, n = i / 128, g = (i % 128) / 32, l = i % 32;
+      uint8_t& lo = b[64 * n + l + 32 * (g & 1)];
+      lo |= (uint8_t)(g < 2 ? (q & 15) : (q & 15) << 4);
+      b[128 + 32 * n + l] |= (uint8_t)((q >> 4) << (2 * g));
+      want[i] = d * sc[8 * n + l / 16 + 2 * g] * (q - 32);
+    }
+    std::vector<float> got(256);
+    REQUIRE(cv_gguf_dequant(GGUF_T_Q6_K, b.data(), 256, got.data()));
+    for (int i = 0; i < 256; ++i) {
+      INFO("Q6_K element " << i);
+      CHECK(got[i] == Approx(want[i]).margin(1e-5));
+    }
+  }
 }
