@@ -164,6 +164,10 @@ ml_status importer::header() {
     h.activation = ML_ACT_GELU_TANH;
     h.embed_scale = std::sqrt((float)h.dim);
     ML_TRY(f32("final_logit_softcapping", false, &h.logit_softcap));
+    // llama.cpp: 1/sqrt(key_length), except Gemma 3 27B (62 layers): 1/sqrt(n_embd / n_head),
+    // its query_pre_attn_scalar, which GGUF does not store.
+    if (h.n_layers == 62 && h.n_heads && h.dim / h.n_heads != h.head_dim)
+      h.attn_scale = 1.0f / std::sqrt((float)(h.dim / h.n_heads));
   }
 
   // The vocabulary is the embedding's rows.
