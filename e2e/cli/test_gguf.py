@@ -99,7 +99,10 @@ def main():
         (2, "--chat-template", [w("q8.gguf"), "--chat-template", w("bad.gguf")]),
     ]
     open(w("spm.gguf"), "wb").write(gw.model("llama", gw.F32, tok=gw.spm(8)))
-    cases.append((2, "no chat template", [w("spm.gguf"), "--chat-template", w("bad.gguf")]))
+    cases.append((2, "chat template", [w("spm.gguf"), "--chat-template", w("bad.gguf")]))
+    open(w("t.jinja"), "w").write("{% for m in messages %}[{{ m.content }}]{% endfor %}")
+    rc, _, err = run([conv, "gguf", w("spm.gguf"), "--chat-template", w("t.jinja"), "-o", w("spm.mlb")])
+    check(rc == 0, "SentencePiece GGUF with --chat-template: exit %d: %s" % (rc, err))
     for code, needle, args in cases:
         rc, _, err = run([conv, "gguf"] + args + ["-o", w("x.mlb")])
         check(rc == code and needle in err, "ml_convert gguf %s: exit %d (want %d): %s" % (args, rc, code, err))

@@ -5,14 +5,16 @@
 // "\n</s>\n"). Its encoder (model/tokenizer/llama2c.h) is SentencePiece's: a dummy-prefix space,
 // characters, byte fallback to <0xNN>, highest-score merges. SentencePiece never produces a
 // control, unknown, unused or byte token by merging, so those get the score -1e10, which the
-// encoder never merges. Refused (naming the key): add_space_prefix false and USER_DEFINED tokens,
-// which that encoder does not reproduce (Gemma's vocabulary).
+// encoder never merges. A vocabulary that encoder does not reproduce (add_space_prefix false,
+// USER_DEFINED tokens: Gemma's), or one with a chat template to carry, becomes a tokenizer.json
+// instead (spm_json below).
 //
 // "gpt2" (byte-level BPE: tokens, merges, token_type, tokenizer.ggml.pre) becomes a tokenizer.json
 // (BPE model with the vocabulary and merges, the pre-tokenizer of llama.cpp's pre name, ByteLevel
 // decoder, CONTROL and USER_DEFINED tokens as added_tokens, special for CONTROL, BOS prepended when
 // tokenizer.ggml.add_bos_token) in a kind-2 section with tokenizer.chat_template. Pre names:
 // llama-bpe/llama3 (Llama 3), qwen2, smollm, gpt2; others are refused naming them.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -62,8 +64,11 @@ ml_status get_special(const gguf_file* g, const char* key, uint32_t vocab, int64
   return ML_OK;
 }
 
+ml_status spm_json(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, const gguf_kv* scores,
+                   const gguf_kv* types, bool prefix, const char* chat_template_path, ml_error* err);
+
 ml_status spm(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, const gguf_kv* scores,
-              const gguf_kv* types, ml_error* err) {
+              const gguf_kv* types, const char* chat_template_path, ml_error* err) {
   bool prefix = true;
   if (const gguf_kv* kv = gguf_find(g, "tokenizer.ggml.add_space_prefix")) {
     if (kv->type != GGUF_V_BOOL)
@@ -71,20 +76,16 @@ ml_status spm(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, 
                      gguf_vtype_name(kv->type));
     prefix = kv->data[0] != 0;
   }
-  if (!prefix)
-    return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.add_space_prefix is false: a SentencePiece tokenizer "
-                   "without the dummy prefix (Gemma's) is not supported", g->path);
+  bool user_defined = false;
+  for (uint64_t i = 0; types && i < n; ++i) user_defined = user_defined || gguf_arr_i32(types, i) == GGUF_TOK_USER_DEFINED;
+  if (!prefix || user_defined || chat_template_path || gguf_find(g, "tokenizer.chat_template"))
+    return spm_json(m, g, tok, n, scores, types, prefix, chat_template_path, err);
   int64_t bos, eos;
   ML_TRY(get_special(g, "tokenizer.ggml.bos_token_id", (uint32_t)n, &bos, err));
   ML_TRY(get_special(g, "tokenizer.ggml.eos_token_id", (uint32_t)n, &eos, err));
   // Size: u32 max_len, then per token f32 score, i32 len, bytes (each U+2581, 3 bytes, becomes 1).
   uint64_t bytes = 4, max_len = 1;
   for (uint64_t i = 0; i < n; ++i) {
-    const int32_t type = types ? gguf_arr_i32(types, i) : GGUF_TOK_NORMAL;
-    if (type == GGUF_TOK_USER_DEFINED)
-      return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.token_type: token %" PRIu64 " (%.*s) is USER_DEFINED, "
-                     "which the llama2.c tokenizer does not match as a whole", g->path, i,
-                     (int)(tok[i].len > 32 ? 32 : tok[i].len), tok[i].p);
     const uint64_t len = (int64_t)i == bos || (int64_t)i == eos ? 6 : tok[i].len;
     if (len > ML_LIMIT_TOKEN_BYTES)
       return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.tokens: token %" PRIu64 " is %" PRIu64
@@ -151,81 +152,45 @@ const char* pre_tokenizer(const gguf_str& pre, bool* nfc) {
   return nullptr;
 }
 
-ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, const gguf_kv* types,
-              const char* chat_template_path, ml_error* err) {
-  gguf_str pre{"default", 7};
-  ML_TRY(gguf_get_str(g, "tokenizer.ggml.pre", false, &pre, err));
-  bool nfc;
-  const char* pt = pre_tokenizer(pre, &nfc);
-  if (!pt)
-    return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.pre: pre-tokenizer \"%.*s\" is not supported (llama-bpe, "
-                   "qwen2, smollm, gpt2)", g->path, (int)(pre.len > 64 ? 64 : pre.len), pre.p);
-  const gguf_kv* merges;
-  ML_TRY(gguf_get_array(g, "tokenizer.ggml.merges", GGUF_V_STRING, true, &merges, err));
-  cv_buf mbuf;
-  ML_TRY(gguf_arr_strings(g, merges, &mbuf, err));
-  const gguf_str* mg = mbuf.as<gguf_str>();
-  int64_t bos, eos;
-  ML_TRY(get_special(g, "tokenizer.ggml.bos_token_id", (uint32_t)n, &bos, err));
-  ML_TRY(get_special(g, "tokenizer.ggml.eos_token_id", (uint32_t)n, &eos, err));
-  bool add_bos = false;
-  if (const gguf_kv* kv = gguf_find(g, "tokenizer.ggml.add_bos_token"))
-    add_bos = kv->type == GGUF_V_BOOL && kv->data[0] != 0;
-
-  out_buf j;
-  j.put(R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)");
+// added_tokens: CONTROL and UNKNOWN tokens as special, USER_DEFINED as normalized plain ones.
+void added_tokens(out_buf* j, const gguf_str* tok, uint64_t n, const gguf_kv* types) {
+  j->put(R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)");
   bool first = true;
   for (uint64_t i = 0; i < n; ++i) {
     const int32_t type = types ? gguf_arr_i32(types, i) : GGUF_TOK_NORMAL;
-    if (type != GGUF_TOK_CONTROL && type != GGUF_TOK_USER_DEFINED) continue;
-    j.put(first ? "{\"id\":" : ",{\"id\":");
+    if (type != GGUF_TOK_CONTROL && type != GGUF_TOK_USER_DEFINED && type != GGUF_TOK_UNKNOWN) continue;
+    j->put(first ? "{\"id\":" : ",{\"id\":");
     first = false;
-    j.num(i);
-    j.put(",\"content\":");
-    j.str(tok[i].p, tok[i].len);
-    j.put(",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":");
-    j.put(type == GGUF_TOK_CONTROL ? "false,\"special\":true}" : "true,\"special\":false}");
+    j->num(i);
+    j->put(",\"content\":");
+    j->str(tok[i].p, tok[i].len);
+    j->put(",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":");
+    j->put(type != GGUF_TOK_USER_DEFINED ? "false,\"special\":true}" : "true,\"special\":false}");
   }
-  j.put("],\"normalizer\":");
-  j.put(nfc ? R"({"type":"NFC"})" : "null");
-  j.put(",\"pre_tokenizer\":");
-  j.put(pt);
-  j.put(",\"post_processor\":");
-  if (add_bos && bos >= 0) {
-    j.put(R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":)");
-    j.str(tok[bos].p, tok[bos].len);
-    j.put(R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[{"SpecialToken":{"id":)");
-    j.str(tok[bos].p, tok[bos].len);
-    j.put(R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],"special_tokens":{)");
-    j.str(tok[bos].p, tok[bos].len);
-    j.put(":{\"id\":");
-    j.str(tok[bos].p, tok[bos].len);
-    j.put(",\"ids\":[");
-    j.num((uint64_t)bos);
-    j.put("],\"tokens\":[");
-    j.str(tok[bos].p, tok[bos].len);
-    j.put("]}}}");
-  } else {
-    j.put(R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false})");
-  }
-  j.put(R"(,"decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},)");
-  j.put(R"("model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,)");
-  j.put(R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":)");
-  j.put(pre.len == 9 && std::memcmp(pre.p, "llama-bpe", 9) == 0 ? "true" : "false");
-  j.put(",\"vocab\":{");
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i) j.put(",");
-    j.str(tok[i].p, tok[i].len);
-    j.put(":");
-    j.num(i);
-  }
-  j.put("},\"merges\":[");
-  for (uint64_t i = 0; i < merges->n; ++i) {
-    if (i) j.put(",");
-    j.str(mg[i].p, mg[i].len);
-  }
-  j.put("]}}");
-  if (!j.ok) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the synthesized tokenizer.json", g->path);
+  j->put("]");
+}
+
+// A TemplateProcessing post-processor that prepends token bos.
+void post_bos(out_buf* j, const gguf_str* tok, int64_t bos) {
+  j->put(R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":)");
+  j->str(tok[bos].p, tok[bos].len);
+  j->put(R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[{"SpecialToken":{"id":)");
+  j->str(tok[bos].p, tok[bos].len);
+  j->put(R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],"special_tokens":{)");
+  j->str(tok[bos].p, tok[bos].len);
+  j->put(":{\"id\":");
+  j->str(tok[bos].p, tok[bos].len);
+  j->put(",\"ids\":[");
+  j->num((uint64_t)bos);
+  j->put("],\"tokens\":[");
+  j->str(tok[bos].p, tok[bos].len);
+  j->put("]}}}");
+}
+
+// Bundles tokenizer.json j with a tokenizer_config.json (chat template, BOS/EOS strings) into m.
+ml_status attach_json(cv_model* m, const gguf_file* g, out_buf* j, const gguf_str* tok, int64_t bos, int64_t eos,
+                      const char* chat_template_path, ml_error* err) {
+  if (!j->ok) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the synthesized tokenizer.json", g->path);
 
   // tokenizer_config.json: the chat template and the BOS/EOS strings the template sees.
   out_buf c;
@@ -251,8 +216,8 @@ ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, 
   if (!c.ok) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the synthesized tokenizer_config.json", g->path);
 
   ml_hf_files f;
-  f.tokenizer_json = j.v.data();
-  f.tokenizer_json_len = j.v.size();
+  f.tokenizer_json = j->v.data();
+  f.tokenizer_json_len = j->v.size();
   f.config_json = c.v.data();
   f.config_json_len = c.v.size();
   ml_file tf;
@@ -264,6 +229,156 @@ ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, 
   const ml_status s = cv_attach_hf_files(m, &f, g->path, err);
   ml_file_close(&tf);
   return s;
+}
+
+// SentencePiece as a Hugging Face BPE tokenizer.json, as transformers' LlamaConverter /
+// GemmaConverter write it: byte_fallback, merges derived from the scores (every split of a normal
+// piece into two normal pieces, ranked by the merged piece's score, then its id, then the halves'
+// ids: SentencePieceExtractor's order), a " " -> U+2581 normalizer (with a Prepend when
+// add_space_prefix), the decoder undoing both, control/unknown tokens special, user-defined ones
+// matched whole. Used when llama2.c's tokenizer cannot reproduce the vocabulary (no dummy prefix,
+// user-defined tokens) or a chat template is to be carried.
+struct merge {
+  float score;
+  int32_t merged, left, right;
+};
+
+ml_status spm_json(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, const gguf_kv* scores,
+                   const gguf_kv* types, bool prefix, const char* chat_template_path, ml_error* err) {
+  auto type_of = [&](uint64_t i) { return types ? gguf_arr_i32(types, i) : (int32_t)GGUF_TOK_NORMAL; };
+  // An open-addressing index of the normal pieces (piece -> id).
+  size_t cap = 16;
+  while (cap < 2 * n) cap <<= 1;
+  cv_buf tbuf;
+  ML_TRY(cv_alloc(&tbuf, cap, sizeof(int32_t), err, "%s: the vocabulary index", g->path));
+  int32_t* table = tbuf.as<int32_t>();
+  for (size_t i = 0; i < cap; ++i) table[i] = -1;
+  auto hash = [](const char* p, uint64_t len) {
+    uint32_t h = 2166136261u;
+    for (uint64_t i = 0; i < len; ++i) h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+  };
+  for (uint64_t i = 0; i < n; ++i) {
+    if (type_of(i) != GGUF_TOK_NORMAL) continue;
+    size_t slot = hash(tok[i].p, tok[i].len) & (cap - 1);
+    bool dup = false;
+    while (table[slot] >= 0 && !dup) {
+      const gguf_str& o = tok[table[slot]];
+      dup = o.len == tok[i].len && std::memcmp(o.p, tok[i].p, o.len) == 0;
+      if (!dup) slot = (slot + 1) & (cap - 1);
+    }
+    if (!dup) table[slot] = (int32_t)i;  // the first of duplicate pieces, as a dict would keep the last: rare
+  }
+  auto find = [&](const char* p, uint64_t len) -> int32_t {
+    for (size_t slot = hash(p, len) & (cap - 1);; slot = (slot + 1) & (cap - 1)) {
+      const int32_t id = table[slot];
+      if (id < 0 || (tok[id].len == len && std::memcmp(tok[id].p, p, len) == 0)) return id;
+    }
+  };
+  ml_vec<merge> merges;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (type_of(i) != GGUF_TOK_NORMAL) continue;
+    const char* p = tok[i].p;
+    for (uint64_t k = 1; k < tok[i].len; ++k) {
+      if (((uint8_t)p[k] & 0xC0) == 0x80) continue;  // split between characters only
+      const int32_t l = find(p, k), r = find(p + k, tok[i].len - k);
+      if (l < 0 || r < 0) continue;
+      if (!merges.push(merge{scores ? gguf_arr_f32(scores, i) : 0.0f, (int32_t)i, l, r}))
+        return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the merges", g->path);
+    }
+  }
+  std::sort(merges.begin(), merges.end(), [](const merge& a, const merge& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.merged != b.merged) return a.merged < b.merged;
+    return a.left != b.left ? a.left < b.left : a.right < b.right;
+  });
+  int64_t bos, eos, unk;
+  ML_TRY(get_special(g, "tokenizer.ggml.bos_token_id", (uint32_t)n, &bos, err));
+  ML_TRY(get_special(g, "tokenizer.ggml.eos_token_id", (uint32_t)n, &eos, err));
+  ML_TRY(get_special(g, "tokenizer.ggml.unknown_token_id", (uint32_t)n, &unk, err));
+  bool add_bos = true;  // llama.cpp's default for SentencePiece vocabularies
+  if (const gguf_kv* kv = gguf_find(g, "tokenizer.ggml.add_bos_token")) add_bos = kv->type == GGUF_V_BOOL && kv->data[0];
+
+  out_buf j;
+  added_tokens(&j, tok, n, types);
+  j.put(",\"normalizer\":");
+  j.put(prefix ? R"({"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},{"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]})"
+               : R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})");
+  j.put(",\"pre_tokenizer\":null,\"post_processor\":");
+  if (add_bos && bos >= 0) post_bos(&j, tok, bos);
+  else j.put("null");
+  j.put(R"(,"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"\u2581"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"})");
+  j.put(prefix ? R"(,{"type":"Strip","content":" ","start":1,"stop":0}]})" : "]}");
+  j.put(R"(,"model":{"type":"BPE","dropout":null,"unk_token":)");
+  if (unk >= 0) j.str(tok[unk].p, tok[unk].len);
+  else j.put("null");
+  j.put(R"(,"continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":true,"byte_fallback":true,"ignore_merges":false,"vocab":{)");
+  for (uint64_t i = 0; i < n; ++i) {
+    if (i) j.put(",");
+    j.str(tok[i].p, tok[i].len);
+    j.put(":");
+    j.num(i);
+  }
+  j.put("},\"merges\":[");
+  for (size_t i = 0; i < merges.size(); ++i) {
+    j.put(i ? ",[" : "[");
+    j.str(tok[merges[i].left].p, tok[merges[i].left].len);
+    j.put(",");
+    j.str(tok[merges[i].right].p, tok[merges[i].right].len);
+    j.put("]");
+  }
+  j.put("]}}");
+  return attach_json(m, g, &j, tok, bos, eos, chat_template_path, err);
+}
+
+ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, const gguf_kv* types,
+              const char* chat_template_path, ml_error* err) {
+  gguf_str pre{"default", 7};
+  ML_TRY(gguf_get_str(g, "tokenizer.ggml.pre", false, &pre, err));
+  bool nfc;
+  const char* pt = pre_tokenizer(pre, &nfc);
+  if (!pt)
+    return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.pre: pre-tokenizer \"%.*s\" is not supported (llama-bpe, "
+                   "qwen2, smollm, gpt2)", g->path, (int)(pre.len > 64 ? 64 : pre.len), pre.p);
+  const gguf_kv* merges;
+  ML_TRY(gguf_get_array(g, "tokenizer.ggml.merges", GGUF_V_STRING, true, &merges, err));
+  cv_buf mbuf;
+  ML_TRY(gguf_arr_strings(g, merges, &mbuf, err));
+  const gguf_str* mg = mbuf.as<gguf_str>();
+  int64_t bos, eos;
+  ML_TRY(get_special(g, "tokenizer.ggml.bos_token_id", (uint32_t)n, &bos, err));
+  ML_TRY(get_special(g, "tokenizer.ggml.eos_token_id", (uint32_t)n, &eos, err));
+  bool add_bos = false;
+  if (const gguf_kv* kv = gguf_find(g, "tokenizer.ggml.add_bos_token"))
+    add_bos = kv->type == GGUF_V_BOOL && kv->data[0] != 0;
+
+  out_buf j;
+  added_tokens(&j, tok, n, types);
+  j.put(",\"normalizer\":");
+  j.put(nfc ? R"({"type":"NFC"})" : "null");
+  j.put(",\"pre_tokenizer\":");
+  j.put(pt);
+  j.put(",\"post_processor\":");
+  if (add_bos && bos >= 0) post_bos(&j, tok, bos);
+  else j.put(R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false})");
+  j.put(R"(,"decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},)");
+  j.put(R"("model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,)");
+  j.put(R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":)");
+  j.put(pre.len == 9 && std::memcmp(pre.p, "llama-bpe", 9) == 0 ? "true" : "false");
+  j.put(",\"vocab\":{");
+  for (uint64_t i = 0; i < n; ++i) {
+    if (i) j.put(",");
+    j.str(tok[i].p, tok[i].len);
+    j.put(":");
+    j.num(i);
+  }
+  j.put("},\"merges\":[");
+  for (uint64_t i = 0; i < merges->n; ++i) {
+    if (i) j.put(",");
+    j.str(mg[i].p, mg[i].len);
+  }
+  j.put("]}}");
+  return attach_json(m, g, &j, tok, bos, eos, chat_template_path, err);
 }
 
 }  // namespace
@@ -297,13 +412,10 @@ ml_status cv_gguf_tokenizer(cv_model* m, const gguf_file* g, const char* chat_te
   ML_TRY(gguf_arr_strings(g, tokens, &sbuf, err));
   const gguf_str* tok = sbuf.as<gguf_str>();
   if (is_llama) {
-    if (chat_template)
-      return ml_fail(err, ML_E_ARG, "--chat-template: %s's SentencePiece tokenizer becomes a llama2.c tokenizer.bin, "
-                     "which has no chat template", g->path);
     if (n != m->h.vocab_size)
       return ml_fail(err, ML_E_SHAPE, "%s: key tokenizer.ggml.tokens has %" PRIu64 " tokens, not the model's %u",
                      g->path, n, m->h.vocab_size);
-    return spm(m, g, tok, n, scores, types, err);
+    return spm(m, g, tok, n, scores, types, chat_template, err);
   }
   return bpe(m, g, tok, n, types, chat_template, err);
 }

@@ -641,6 +641,32 @@ TEST_CASE("gguf: stories260K.gguf gives stories260K.bin's model and tok512.bin's
     CHECK(std::vector<int32_t>(a, a + na) == std::vector<int32_t>(b, b + nb));
   }
   ml_model_free(&gm);
+  // With a chat template the vocabulary becomes a tokenizer.json (merges derived from the scores,
+  // byte fallback): it too encodes as tok512.bin does, and decodes back to the text.
+  const std::string tmpl = d / "t.jinja", hout = d / "h.mlb";
+  {
+    std::ofstream(tmpl) << "{% for m in messages %}{{ m.content }}{% endfor %}";
+  }
+  o.chat_template = tmpl.c_str();
+  o.out = hout.c_str();
+  REQUIRE(cv_gguf(&o, &err) == ML_OK);
+  ml_model hm;
+  REQUIRE(ml_model_load(&hm, hout.c_str(), &err) == ML_OK);
+  REQUIRE(ml_model_prepare(&hm, &mo, &err) == ML_OK);
+  CHECK(ml_tokenizer_kind(hm.tok) == ML_TOK_HF);
+  for (const char* text : {"Once upon a time", "Lily's cat said: \"Hello!\"\n", "  two  spaces", "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC 42",
+                           "The little dog was very happy. He ran and ran and played with his friends all day long."}) {
+    INFO(text);
+    int32_t a[256], b[256];
+    size_t na = 0, nb = 0;
+    REQUIRE(ml_tokenizer_encode(hm.tok, text, std::strlen(text), true, a, 256, &na, &err) == ML_OK);
+    REQUIRE(ml_tokenizer_encode(lm.tok, text, std::strlen(text), true, b, 256, &nb, &err) == ML_OK);
+    CHECK(std::vector<int32_t>(a, a + na) == std::vector<int32_t>(b, b + nb));
+    ml_vec<char> back;
+    REQUIRE(ml_tokenizer_decode(hm.tok, a, na, true, &back, &err) == ML_OK);
+    CHECK(std::string(back.data(), back.size()) == text);
+  }
+  ml_model_free(&hm);
   ml_model_free(&lm);
 }
 
