@@ -160,7 +160,7 @@ struct gguf {
 uint16_t half_bits(float f) { return ml_float_to_half(f); }
 
 // Random data of a type for rows x cols (cols = ne[0]).
-std::vector<uint8_t> random_data(uint32_t type, uint64_t rows, uint64_t cols, std::mt19937& rng) {
+std::vector<uint8_t> rand_bytes(uint32_t type, uint64_t rows, uint64_t cols, std::mt19937& rng) {
   std::vector<uint8_t> out;
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::uniform_int_distribution<int> q8(-127, 127), q4(0, 255);
@@ -197,9 +197,9 @@ gguf base(uint32_t mt = GGUF_T_F32, uint32_t seed = 1) {
            kv_u32("llama.context_length", 64),
            kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)};
   auto mat = [&](const std::string& n, uint64_t rows, uint64_t cols) {
-    g.ts.push_back({n, {cols, rows}, mt, random_data(mt, rows, cols, rng)});
+    g.ts.push_back({n, {cols, rows}, mt, rand_bytes(mt, rows, cols, rng)});
   };
-  auto norm = [&](const std::string& n) { g.ts.push_back({n, {kDim}, GGUF_T_F32, random_data(GGUF_T_F32, 1, kDim, rng)}); };
+  auto norm = [&](const std::string& n) { g.ts.push_back({n, {kDim}, GGUF_T_F32, rand_bytes(GGUF_T_F32, 1, kDim, rng)}); };
   mat("token_embd.weight", kVocab, kDim);
   norm("blk.0.attn_norm.weight");
   mat("blk.0.attn_q.weight", kDim, kDim);
@@ -729,6 +729,171 @@ TEST_CASE("gguf: Q4_K and Q6_K blocks decode to the values they encode", "[gguf]
     for (int i = 0; i < 256; ++i) {
       INFO("Q6_K element " << i);
       CHECK(got[i] == Approx(want[i]).margin(1e-5));
+    }
+  }
+}
+
+namespace {
+
+// base() renamed to another architecture, with its extra tensors.
+gguf as_arch(const std::string& arch) {
+  gguf g = base(GGUF_T_F16, 11);
+  for (auto& k : g.kvs) {
+    if (k.key.rfind("llama.", 0) == 0) k.key = arch + "." + k.key.substr(6);
+  }
+  *g.find("general.architecture") = kv_str("general.architecture", arch);
+  std::mt19937 rng(5);
+  auto vec = [&](const std::string& n, uint64_t k) {
+    g.ts.push_back({n, {k}, GGUF_T_F32, rand_bytes(GGUF_T_F32, 1, k, rng)});
+  };
+  if (arch == "qwen2")
+    for (const char* x : {"q", "k", "v"}) vec(std::string("blk.0.attn_") + x + ".bias", kDim);
+  if (arch == "qwen3" || arch == "gemma3") vec("blk.0.attn_q_norm.weight", kDim), vec("blk.0.attn_k_norm.weight", kDim);
+  if (arch == "gemma3") {
+    vec("blk.0.post_attention_norm.weight", kDim), vec("blk.0.post_ffw_norm.weight", kDim);
+    g.kvs.push_back(kv_u32("gemma3.attention.sliding_window", 512));
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("gguf: qwen2, qwen3 and gemma3 headers follow llama.cpp's conventions", "[gguf]") {
+  tmp_dir d;
+  {
+    const result r = convert(d, as_arch("qwen2").build());
+    REQUIRE(r.s == ML_OK);
+    mlb_file f(d / "out.mlb");
+    CHECK(f.m.h.arch == (uint32_t)ML_ARCH_QWEN2);
+    CHECK(f.m.h.rope_type == (uint32_t)ML_ROPE_HALF);
+    CHECK(f.m.h.flags == (ML_FLAG_QKV_BIAS | ML_FLAG_TIED_CLASSIFIER));
+    CHECK(f.get("blk.0.attn_k.bias").cols == kDim);
+  }
+  {
+    const result r = convert(d, as_arch("qwen3").build());
+    REQUIRE(r.s == ML_OK);
+    mlb_file f(d / "out.mlb");
+    CHECK(f.m.h.arch == (uint32_t)ML_ARCH_QWEN3);
+    CHECK(f.m.h.rope_type == (uint32_t)ML_ROPE_HALF);
+    CHECK(f.m.h.flags == (ML_FLAG_QK_NORM | ML_FLAG_TIED_CLASSIFIER));
+    CHECK(f.get("blk.0.attn_q_norm").cols == kDim);
+  }
+  {
+    gguf g = as_arch("gemma3");
+    g.kvs.push_back(kv_f32("gemma3.rope.freq_base", 1e6f));
+    const result r = convert(d, g.build());
+    REQUIRE(r.s == ML_OK);
+    mlb_file f(d / "out.mlb");
+    CHECK(f.m.h.arch == (uint32_t)ML_ARCH_GEMMA3);
+    CHECK(f.m.h.flags == (ML_FLAG_QK_NORM | ML_FLAG_POST_NORMS | ML_FLAG_TIED_CLASSIFIER));
+    CHECK(f.m.h.activation == (uint32_t)ML_ACT_GELU_TANH);
+    CHECK(f.m.h.embed_scale == Approx(std::sqrt(32.0)));
+    CHECK(f.m.h.sliding_window == 512);
+    CHECK(f.m.h.sliding_pattern == 6);
+    CHECK(f.m.h.rope_theta == 1e6f);
+    CHECK(f.m.h.rope_local_theta == 10000.0f);
+    // Norms are copied as they are (GGUF holds Gemma's 1 + w already).
+    const ml_mlb_tensor t = f.get("blk.0.post_ffw_norm");
+    CHECK(f.data(t) == g.tensor_named("blk.0.post_ffw_norm.weight")->data);
+  }
+  // A qwen3 file without its q/k norms is refused naming the tensor.
+  gguf g = as_arch("qwen3");
+  g.erase_tensor("blk.0.attn_k_norm.weight");
+  const result r = convert(d, g.build());
+  CHECK(r.s == ML_E_FORMAT);
+  CHECK(contains(r.msg, "blk.0.attn_k_norm.weight is missing"));
+}
+
+TEST_CASE("gguf: Llama 3's rope_freqs.weight becomes the llama3 RoPE scaling", "[gguf]") {
+  // The divisors as Meta's reference computes them (factor 32, low 1, high 4, original 8192).
+  auto freqs = [](double factor, double theta) {
+    std::vector<uint8_t> out;
+    for (int i = 0; i < 16; ++i) {
+      const double wavelen = 2 * M_PI * std::pow(theta, 2.0 * i / 32);
+      double v;
+      if (wavelen < 8192 / 4.0) v = 1;
+      else if (wavelen > 8192 / 1.0) v = factor;
+      else {
+        const double smooth = (8192 / wavelen - 1) / (4 - 1);
+        v = 1 / ((1 - smooth) / factor + smooth);
+      }
+      const float f = (float)v;
+      out.insert(out.end(), (const uint8_t*)&f, (const uint8_t*)&f + 4);
+    }
+    return out;
+  };
+  tmp_dir d;
+  gguf g = base();
+  g.kvs.push_back(kv_f32("llama.rope.freq_base", 500000.0f));
+  g.ts.push_back({"rope_freqs.weight", {16}, GGUF_T_F32, freqs(32, 500000)});
+  REQUIRE(convert(d, g.build()).s == ML_OK);
+  mlb_file f(d / "out.mlb");
+  CHECK(f.m.h.rope_scaling == (uint32_t)ML_ROPE_SCALING_LLAMA3);
+  CHECK(f.m.h.rope_factor == 32.0f);
+  CHECK(f.m.h.rope_low_freq_factor == 1.0f);
+  CHECK(f.m.h.rope_high_freq_factor == 4.0f);
+  CHECK(f.m.h.rope_orig_max_seq == 8192);
+  CHECK(f.m.h.rope_theta == 500000.0f);
+  // Divisors that no (factor, 1, 4, 8192) reproduces are refused naming the tensor.
+  std::vector<uint8_t> bad = freqs(32, 500000);
+  const float two = 2.0f;
+  std::memcpy(bad.data(), &two, 4);
+  g.tensor_named("rope_freqs.weight")->data = bad;
+  const result r = convert(d, g.build());
+  CHECK(r.s == ML_E_FORMAT);
+  CHECK(contains(r.msg, "rope_freqs.weight: divisor 0"));
+}
+
+TEST_CASE("gguf: K-quant matrices are decoded and requantized with the Q8 rule, with a warning", "[gguf]") {
+  // A 256-wide embedding (vocab 8) in Q6_K inside a model whose other matrices are F32 is not
+  // possible with dim 32, so the embedding is the only tensor tested: a dim-256 model.
+  std::mt19937 rng(9);
+  gguf g;
+  const uint64_t D = 256, V = 8;
+  g.kvs = {kv_str("general.architecture", "llama"), kv_u32("llama.embedding_length", D),
+           kv_u32("llama.block_count", 1), kv_u32("llama.feed_forward_length", 32),
+           kv_u32("llama.attention.head_count", 8), kv_u32("llama.context_length", 16),
+           kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)};
+  std::vector<uint8_t> emb(V * 210);
+  for (auto& b : emb) b = (uint8_t)rng();
+  for (uint64_t r = 0; r < V; ++r) {  // a sane f16 d per block
+    const uint16_t h = ml_float_to_half(0.01f);
+    emb[r * 210 + 208] = (uint8_t)h, emb[r * 210 + 209] = (uint8_t)(h >> 8);
+  }
+  g.ts.push_back({"token_embd.weight", {D, V}, GGUF_T_Q6_K, emb});
+  auto add = [&](const std::string& n, std::vector<uint64_t> ne) {
+    uint64_t c = 1;
+    for (auto x : ne) c *= x;
+    g.ts.push_back({n, ne, GGUF_T_F32, rand_bytes(GGUF_T_F32, 1, c, rng)});
+  };
+  add("blk.0.attn_norm.weight", {D});
+  for (const char* x : {"attn_q", "attn_k", "attn_v", "attn_output"}) add(std::string("blk.0.") + x + ".weight", {D, D});
+  add("blk.0.ffn_norm.weight", {D});
+  add("blk.0.ffn_gate.weight", {D, 32});
+  add("blk.0.ffn_up.weight", {D, 32});
+  add("blk.0.ffn_down.weight", {32, D});
+  add("output_norm.weight", {D});
+  tmp_dir d;
+  const result r = convert(d, g.build());
+  REQUIRE(r.s == ML_OK);
+  CHECK(contains(r.warn, "1 tensor decoded and requantized to Q8"));
+  CHECK(contains(r.warn, "token_embd.weight (Q6_K)"));
+  mlb_file f(d / "out.mlb");
+  const ml_mlb_tensor t = f.get("tok_embd");
+  const std::vector<uint8_t> q = f.data(t), s = f.scales(t);
+  std::vector<float> x(V * D);
+  REQUIRE(cv_gguf_dequant(GGUF_T_Q6_K, emb.data(), V * D, x.data()));
+  // The oracle: docs/format.md's Q8 rule, d = amax/127, q = trunc(x*127/amax + copysign(0.5, x)),
+  // the scale then rounded to f16.
+  for (size_t b = 0; b < V * D / 32; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+    CHECK((uint16_t)(s[2 * b] | s[2 * b + 1] << 8) == ml_float_to_half(amax / 127.0f));
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[32 * b + j];
+      const int want = amax == 0 ? 0 : (int)(v * (127.0f / amax) + std::copysign(0.5f, v));
+      INFO("block " << b << " element " << j);
+      CHECK((int8_t)q[32 * b + j] == want);
     }
   }
 }
