@@ -127,6 +127,8 @@ def main():
     seeds = {
         "llama_f32_spm": (1, model("llama", F32, tok=spm(8))),
         "llama_q8_parse": (0, model("llama", Q8_0)),
+        "llama_spm_json": (1, model("llama", F32, tok=spm(8) + [kv("tokenizer.chat_template", 8, "{{ messages[0].content }}"),
+                                                              kv("tokenizer.ggml.add_space_prefix", 7, 0)])),
         "llama_q4": (3, model("llama", Q4_0)),
         "qwen2_f16_bpe": (1, model("qwen2", F16, tok=bpe("qwen2"))),
         "qwen3_q8_bpe": (5, model("qwen3", Q8_0, tok=bpe("llama-bpe"))),
