@@ -28,6 +28,7 @@ OPTIONS = {
     "mlb_header": ["-max_len=1024"],
     "tokenizer_bin": ["-max_len=65536"],
     "llama2c": ["-max_len=65536"],
+    "gguf": ["-max_len=65536"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
     "hf_tokenizer": ["-max_len=65536"],
