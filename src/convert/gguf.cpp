@@ -214,9 +214,23 @@ ml_status gguf_parse(gguf_file* g, const uint8_t* data, size_t size, const char*
   for (uint64_t i = 0; i < n_kv; ++i) {
     ML_TRY(read_kv(&c, &g->kv[i], i));
     g->n_kv = i + 1;
-    for (uint64_t j = 0; j < i; ++j) {
-      if (g->kv[j].key_len == g->kv[i].key_len && std::memcmp(g->kv[j].key, g->kv[i].key, g->kv[i].key_len) == 0)
-        return ml_fail(err, ML_E_FORMAT, "%s: key %.*s appears twice", path, (int)g->kv[i].key_len, g->kv[i].key);
+  }
+  // Duplicate keys, over the keys sorted (n log n however many the file has).
+  {
+    cv_buf order;
+    ML_TRY(cv_alloc(&order, n_kv ? (size_t)n_kv : 1, sizeof(uint32_t), err, "%s: the key index", path));
+    uint32_t* o = order.as<uint32_t>();
+    for (uint64_t i = 0; i < n_kv; ++i) o[i] = (uint32_t)i;
+    const gguf_kv* kv = g->kv;
+    auto less = [kv](uint32_t a, uint32_t b) {
+      const uint32_t n = kv[a].key_len < kv[b].key_len ? kv[a].key_len : kv[b].key_len;
+      const int c = std::memcmp(kv[a].key, kv[b].key, n);
+      return c != 0 ? c < 0 : kv[a].key_len < kv[b].key_len;
+    };
+    std::sort(o, o + n_kv, less);
+    for (uint64_t i = 1; i < n_kv; ++i) {
+      if (!less(o[i - 1], o[i]))
+        return ml_fail(err, ML_E_FORMAT, "%s: key %.*s appears twice", path, (int)kv[o[i]].key_len, kv[o[i]].key);
     }
   }
   if (const gguf_kv* a = gguf_find(g, "general.alignment")) {
