@@ -224,8 +224,8 @@ ml_status gguf_parse(gguf_file* g, const uint8_t* data, size_t size, const char*
     const gguf_kv* kv = g->kv;
     auto less = [kv](uint32_t a, uint32_t b) {
       const uint32_t n = kv[a].key_len < kv[b].key_len ? kv[a].key_len : kv[b].key_len;
-      const int c = std::memcmp(kv[a].key, kv[b].key, n);
-      return c != 0 ? c < 0 : kv[a].key_len < kv[b].key_len;
+      const int cmp = std::memcmp(kv[a].key, kv[b].key, n);
+      return cmp != 0 ? cmp < 0 : kv[a].key_len < kv[b].key_len;
     };
     std::sort(o, o + n_kv, less);
     for (uint64_t i = 1; i < n_kv; ++i) {
