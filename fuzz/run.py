@@ -29,6 +29,7 @@ OPTIONS = {
     "tokenizer_bin": ["-max_len=65536"],
     "llama2c": ["-max_len=65536"],
     "safetensors": ["-max_len=16384"],
+    "gguf": ["-max_len=65536"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
     "hf_tokenizer": ["-max_len=65536"],

@@ -7,6 +7,7 @@
 //                     [--gguf OUT.gguf]   (the same model as GGUF for llama.cpp; src/convert/gguf_write.h)
 //   ml_convert hf DIR -o OUT.mlb [--wtype q8|q4] [--scales f32|f16] [--chat-template FILE]
 //                     (DIR: a Hugging Face model folder: config.json, *.safetensors, tokenizer.json)
+//   ml_convert gguf FILE.gguf -o OUT.mlb [--wtype q8|q4] [--chat-template FILE]
 // Exit codes: 0 ok (and --help), 2 bad usage or bad input contents (an input that is not a regular
 // file, an output that is a directory, a device or one of the inputs), 1 I/O and other failures.
 // Killed by a signal while writing, it removes its temporary file and dies of that signal.
@@ -88,6 +89,16 @@ int ml_main(int argc, char** argv) {
   hf->add_option("--wtype", h_wtype, "weight type: q8 or q4 (default q8)")->check(CLI::IsMember({"q8", "q4"}));
   hf->add_option("--scales", h_scales, "block scales: f32 or f16 (default f32)")->check(CLI::IsMember({"f32", "f16"}));
   hf->add_option("--chat-template", h_tmpl, "a Jinja chat template file replacing the tokenizer's");
+  ml_convert_gguf_params go = ml_convert_gguf_defaults();
+  std::string g_path, g_out, g_wtype, g_tmpl;
+  CLI::App* gg = app.add_subcommand("gguf", "a GGUF file (llama.cpp): llama, qwen2, qwen3, gemma3, with its tokenizer");
+  gg->add_option("file", g_path, "the .gguf file")->required();
+  gg->add_option("-o,--output", g_out, "the .mlb file to write")->required();
+  gg->add_option("--wtype", g_wtype,
+                 "weight type for F32/F16/BF16 and requantized tensors: q8 or q4 (default: the file's, Q4 when its "
+                 "quantized matrices are all Q4_0, else Q8)")
+      ->check(CLI::IsMember({"q8", "q4"}));
+  gg->add_option("--chat-template", g_tmpl, "a Jinja chat template file replacing tokenizer.chat_template");
 
   if (const int rc = ml::cli::parse(app, "ml_convert", argc, argv); rc >= 0) return rc;
 
@@ -109,6 +120,13 @@ int ml_main(int argc, char** argv) {
     ho.scales_f16 = h_scales == "f16";
     ho.note = print_note;
     s = ml_convert_hf(&ho, &err);
+  } else if (gg->parsed()) {
+    go.path = g_path.c_str();
+    go.out = g_out.c_str();
+    go.wtype = g_wtype.empty() ? 0 : wtype_of(g_wtype);
+    go.chat_template = g_tmpl.empty() ? nullptr : g_tmpl.c_str();
+    go.warn = [](void*, const char* msg) { std::fprintf(stderr, "ml_convert: warning: %s\n", msg); };
+    s = ml_convert_gguf(&go, &err);
   } else {
     ro.wtype = wtype_of(r_wtype);
     ro.scales_f16 = r_scales == "f16";

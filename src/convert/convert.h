@@ -14,6 +14,7 @@
 #include "core/file.h"
 #include "core/status.h"
 #include "model/format.h"
+#include "model/tokenizer/bundle.h"
 
 // --- options and converters ------------------------------------------------------------------
 
@@ -120,6 +121,7 @@ struct cv_model {
   bool has_tokenizer = false;
   uint32_t tokenizer_kind = 1;  // 1: tokenizer holds a llama2.c tokenizer.bin; 2: hf_bundle a kind-2 section
   ml_file tokenizer;  // llama2.c tokenizer.bin, verbatim
+  cv_buf tokenizer_owned;  // the bytes `tokenizer` borrows when made in memory (cv_attach_llama2c_bytes)
   cv_buf hf_bundle;   // Hugging Face files (model/tokenizer/bundle.h)
 
   cv_model() = default;
@@ -144,6 +146,12 @@ ml_status cv_add_f32_rows(cv_model* m, const char* name, uint32_t rows, uint32_t
 ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t cols, const float* src,
                         uint32_t src_rows, uint32_t src_cols, ml_error* err);
 
+// Appends a rows x cols Q8/Q4 matrix whose quants (rows*cols or rows*cols/2 bytes) and scales
+// (rows*cols/32 values of m->h.scale_type, little-endian) the caller made; m takes both blocks.
+// type must be m->h.wtype. Fails (ML_E_FORMAT) on a Q8 quant of -128 or a non-finite scale.
+ml_status cv_add_quantized(cv_model* m, const char* name, uint32_t rows, uint32_t cols, cv_buf* quants,
+                           cv_buf* scales, ml_error* err);
+
 // Writes the model with ml_mlb_write.
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
 
@@ -166,3 +174,25 @@ ml_status cv_check_tokenizer(const uint8_t* data, size_t size, uint32_t vocab, c
 // into m->hf_bundle after loading it as the engine will (its vocabulary must fit vocab_size; its
 // BOS/EOS become the header's). chat_template (may be null) replaces an HF tokenizer's template.
 ml_status cv_attach_tokenizer(cv_model* m, const char* path, const char* chat_template, ml_error* err);
+
+// The same from memory. A llama2.c tokenizer.bin (m takes the block; checked as above) ...
+ml_status cv_attach_llama2c_bytes(cv_model* m, cv_buf* bin, const char* what, ml_error* err);
+// ... or Hugging Face files (loaded as the engine will, then bundled; what names them in messages).
+ml_status cv_attach_hf_files(cv_model* m, const ml_hf_files* files, const char* what, ml_error* err);
+
+// --- GGUF (gguf_import.cpp) ------------------------------------------------------------------
+
+// `ml_convert gguf`: path and out are required.
+struct cv_gguf_opts {
+  const char* path = nullptr;           // the .gguf file
+  const char* out = nullptr;            // the .mlb to write
+  uint32_t wtype = 0;                   // 0: from the file (Q8 unless its quantized tensors are all Q4_0); ML_DT_Q8 or ML_DT_Q4
+  const char* chat_template = nullptr;  // a Jinja file replacing tokenizer.chat_template, or null
+  // Called once per warning (requantized tensors), or null: warnings are then dropped.
+  void (*warn)(void* user, const char* msg) = nullptr;
+  void* warn_user = nullptr;
+};
+cv_gguf_opts cv_gguf_defaults();
+
+// Converts a GGUF file (gguf_import.cpp documents what is copied, what requantized, what refused).
+ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err);

@@ -222,6 +222,43 @@ ml_status cv_add_matrix(cv_model* m, const char* name, uint32_t rows, uint32_t c
   return push_tensor(m, t, &data, &scales, err);
 }
 
+ml_status cv_add_quantized(cv_model* m, const char* name, uint32_t rows, uint32_t cols, cv_buf* quants,
+                           cv_buf* scales, ml_error* err) {
+  const uint32_t wtype = m->h.wtype, stype = m->h.scale_type;
+  if (wtype != ML_DT_Q8 && wtype != ML_DT_Q4) return ml_fail(err, ML_E_ARG, "wtype %u is not Q8 (2) or Q4 (3)", wtype);
+  if (cols % ML_QK != 0) return ml_fail(err, ML_E_SHAPE, "tensor %s: cols %u is not a multiple of 32", name, cols);
+  const size_t n = (size_t)rows * cols, nb = n / ML_QK;
+  if (quants->size != (wtype == ML_DT_Q8 ? n : n / 2) || scales->size != nb * (stype == ML_SCALE_F32 ? 4 : 2))
+    return ml_fail(err, ML_E_ARG, "tensor %s: %zu quant and %zu scale bytes do not fit %ux%u", name, quants->size,
+                   scales->size, rows, cols);
+  if (wtype == ML_DT_Q8) {
+    for (size_t i = 0; i < n; ++i)
+      if (quants->data[i] == 0x80)
+        return ml_fail(err, ML_E_FORMAT, "tensor %s: quant %d of row %zu is -128 (Q8 allows -127..127)", name,
+                       (int)(i % cols), i / cols);
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    float d;
+    if (stype == ML_SCALE_F32) {
+      const uint32_t bits = get_u32(scales->data + 4 * i);
+      std::memcpy(&d, &bits, 4);
+    } else {
+      d = ml_half_to_float((uint16_t)(scales->data[2 * i] | scales->data[2 * i + 1] << 8));
+    }
+    if (!std::isfinite(d))
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: the scale of block %zu of row %zu is %g", name,
+                     i % (cols / ML_QK), i / (cols / ML_QK), (double)d);
+  }
+  ml_mlb_tensor t;
+  ML_TRY(set_name(&t, name, err));
+  t.type = wtype;
+  t.scale_type = stype;
+  t.rows = rows;
+  t.cols = cols;
+  return push_tensor(m, t, quants, scales, err);
+}
+
+
 namespace {
 
 // What cv_write and cv_write_memory hand the writer: the checked header, the tensor list and the
@@ -295,18 +332,27 @@ namespace {
 ml_status attach_hf(cv_model* m, const char* path, const char* chat_template, ml_error* err) {
   cv_hf_files f;
   ML_TRY(cv_hf_files_open(&f, path, chat_template, err));
+  return cv_attach_hf_files(m, &f.files, path, err);
+}
+
+}  // namespace
+
+ml_status cv_attach_hf_files(cv_model* m, const ml_hf_files* files, const char* path, ml_error* err) {
+  ml_file_close(&m->tokenizer);
+  m->has_tokenizer = false;
+  m->tokenizer_kind = 1;
   ml_tokenizer* t = nullptr;
-  ml_status s = ml_tokenizer_load_hf(&t, &f.files, err);
+  ml_status s = ml_tokenizer_load_hf(&t, files, err);
   if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
   const int32_t vocab = ml_tokenizer_vocab(t), bos = ml_tokenizer_bos(t), eos = ml_tokenizer_eos(t);
   ml_tokenizer_free(t);
   if ((uint32_t)vocab > m->h.vocab_size)
     return ml_fail(err, ML_E_ARG, "%s: the tokenizer has %d tokens, more than the model's vocabulary of %u", path, vocab,
                    m->h.vocab_size);
-  const size_t size = ml_hf_bundle_size(&f.files);
+  const size_t size = ml_hf_bundle_size(files);
   if (size == 0) return ml_fail(err, ML_E_NOMEM, "%s: the tokenizer files overflow the address space", path);
   ML_TRY(cv_alloc(&m->hf_bundle, size, 1, err, "%s: the tokenizer section", path));
-  ml_hf_bundle_write(&f.files, m->hf_bundle.data);
+  ml_hf_bundle_write(files, m->hf_bundle.data);
   if (bos >= 0) m->h.bos_id = (uint32_t)bos;
   if (eos >= 0) m->h.eos_id = (uint32_t)eos;
   m->tokenizer_kind = 2;
@@ -314,7 +360,16 @@ ml_status attach_hf(cv_model* m, const char* path, const char* chat_template, ml
   return ML_OK;
 }
 
-}  // namespace
+ml_status cv_attach_llama2c_bytes(cv_model* m, cv_buf* bin, const char* what, ml_error* err) {
+  ml_file_close(&m->tokenizer);
+  m->has_tokenizer = false;
+  m->tokenizer_kind = 1;
+  m->tokenizer_owned = static_cast<cv_buf&&>(*bin);
+  ML_TRY(cv_check_tokenizer(m->tokenizer_owned.data, m->tokenizer_owned.size, m->h.vocab_size, what, err));
+  ml_file_borrow(&m->tokenizer, m->tokenizer_owned.data, m->tokenizer_owned.size);
+  m->has_tokenizer = true;
+  return ML_OK;
+}
 
 ml_status cv_attach_tokenizer(cv_model* m, const char* path, const char* chat_template, ml_error* err) {
   ml_file_close(&m->tokenizer);

@@ -84,4 +84,17 @@ ml_status ml_convert_hf(const ml_convert_hf_params* p, ml_error* err) {
   return cv_hf(&o, err);
 }
 
+ml_convert_gguf_params ml_convert_gguf_defaults(void) { return ml_convert_gguf_params{}; }
+
+ml_status ml_convert_gguf(const ml_convert_gguf_params* p, ml_error* err) {
+  cv_gguf_opts o = cv_gguf_defaults();
+  o.path = p->path;
+  o.out = p->out;
+  o.wtype = (uint32_t)p->wtype;
+  o.chat_template = p->chat_template;
+  o.warn = p->warn;
+  o.warn_user = p->warn_user;
+  return cv_gguf(&o, err);
+}
+
 }  // extern "C"

@@ -349,6 +349,20 @@ ml_status ml_convert_llama2c(const ml_convert_llama2c_params* p, ml_error* err);
 ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err);
 ml_status ml_convert_hf(const ml_convert_hf_params* p, ml_error* err);
 
+/* A GGUF file (llama.cpp's format: llama, qwen2, qwen3, gemma3) with its tokenizer to an .mlb.
+ * Q8_0/Q4_0 tensors are copied bit for bit, F32/F16/BF16 quantized, K-quants and other 32-value
+ * types decoded and requantized (one call of warn names them); others refused naming the tensor. */
+typedef struct ml_convert_gguf_params {
+  const char* path;
+  const char* out;
+  int wtype;                 /* 0: from the file (Q4 when its quantized matrices are all Q4_0, else Q8); ML_DT_Q8 or ML_DT_Q4 */
+  const char* chat_template; /* NULL, or a Jinja file replacing tokenizer.chat_template (BPE vocabularies) */
+  void (*warn)(void* user, const char* msg); /* NULL: warnings dropped */
+  void* warn_user;
+} ml_convert_gguf_params;
+ml_convert_gguf_params ml_convert_gguf_defaults(void);
+ml_status ml_convert_gguf(const ml_convert_gguf_params* p, ml_error* err);
+
 /* ---- Kernel benchmark (ml_bench) ---------------------------------------------------------- */
 
 /* cb(user, op, kernel) for every op and the kernel this build binds it to ("matvec_q8" ->
