@@ -18,8 +18,11 @@ such a near tie is used, and there krafla's own greedy run (`ml_run --tokens P -
 must print exactly the text of llama.cpp's 32 ids (`ml_tok decode`) and agree on every argmax.
 Mutations of the GGUF file (gate/up swapped, q/k rows in the rotate-half layout, a norm offset by
 +1) must each fail that comparison: the test shows it catches the mistakes it is there for.
-The real llama-2-tiny-random.gguf: llama.cpp's greedy tokens are checked to be stable here; krafla
-runs it through `ml_convert gguf` when that subcommand exists (skipped otherwise).
+Architectures (class Archs): qwen2, qwen3, gemma3 and a Llama in Hugging Face's rotate-half
+layout (SmolLM2), from their real config.json files (`ml_convert random --config`, shortened), under
+the same criterion. Roundtrip: `ml_convert gguf` of each written GGUF gives back the .mlb's logits
+bit for bit. The real llama-2-tiny-random.gguf (F16, 32000 tokens) through `ml_convert gguf`:
+krafla's greedy tokens and logits against llama.cpp's on the file itself.
 
   test_llamacpp.py --bin BUILD/bin --shared SHARED --work DIR [--node node] [-k NAME]
 Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed
@@ -109,7 +112,7 @@ def near_ties(rows):
     return (top2[:, 1] - top2[:, 0]) < TIE_GAP
 
 
-def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None):
+def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None, vocab=VOCAB):
     """Runs both (llama.cpp unless lc, its result, is given); returns (passed, summary, llama.cpp's
     result, near-tie rows)."""
     lc = lc or llamacpp(gguf, ids)
@@ -117,7 +120,7 @@ def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None):
     b = np.array(lc["logits"], dtype=np.float64)
     fed = ids + gen[:-1]
     got = h.dump_logits(ENV, mlb, fed, ENV.path(tag + "_krafla.f32"), ["--kv", "f16"])
-    a = cl.load(got, VOCAB)
+    a = cl.load(got, vocab)
     if a.shape != b.shape or not np.isfinite(a).all():
         return False, "shapes %s %s or non-finite logits" % (a.shape, b.shape), lc, None
     rel, same_arg, top, kl, _ = cl.compare(a, b)
@@ -326,6 +329,40 @@ class RealGguf(unittest.TestCase):
         until = a[:stop[0]] if stop else a
         want = h.run([ENV.exe("ml_tok"), mlb, "decode"], stdin=" ".join(map(str, ids + until)))[1]
         self.assertEqual(text.rstrip("\n"), want.rstrip("\n"))
+        self.assertEqual(len(until), N_GEN)
+        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, ids, "llama2_tiny_random", vocab=32000)
+        print("logits:", line)
+        self.assertTrue(ok, line)
+
+
+class Roundtrip(unittest.TestCase):
+    """The writer against the other side's reader: `ml_convert gguf` of a `--gguf` file gives back the
+    model, so its logits are bit-identical to the .mlb's (Q8_0/Q4_0 copied both ways); a Llama from a
+    Hugging Face config comes back in the interleaved layout (q/k reordered), equal up to float
+    summation order."""
+
+    def check(self, shape, wtype, exact=True):
+        rc, out, _ = h.run([ENV.exe("ml_convert"), "--help"], check=False)
+        if " gguf" not in out:
+            self.skipTest("ml_convert has no gguf subcommand yet")
+        mlb, gguf = make_pair(shape, shape, wtype)
+        back = ENV.path("%s_%s_back.mlb" % (shape, wtype))
+        h.run([ENV.exe("ml_convert"), "gguf", gguf, "-o", back])
+        ids = prompt_ids(seed=1000)
+        a = cl.load(h.dump_logits(ENV, mlb, ids, ENV.path("rt_a.f32")), VOCAB)
+        b = cl.load(h.dump_logits(ENV, back, ids, ENV.path("rt_b.f32")), VOCAB)
+        if exact:
+            self.assertTrue((a == b).all(), "max |a-b| %g" % np.abs(a - b).max())
+        else:
+            rel = cl.compare(b, a)[0]
+            self.assertLess(rel.max(), 1e-5)
+
+    def test_llama_q8(self): self.check("gqa2", "q8")
+    def test_llama_q4(self): self.check("gqa2", "q4")
+    def test_qwen2_q8(self): self.check("qwen2", "q8")
+    def test_qwen3_q4(self): self.check("qwen3", "q4")
+    def test_gemma3_q8(self): self.check("gemma3", "q8")
+    def test_llama_half_q8(self): self.check("llama_smollm2", "q8", exact=False)
 
 
 class Stories260K(unittest.TestCase):
@@ -352,7 +389,7 @@ def main():
         sys.exit(0)
     h.skip_if_cpu_lacks_isa(ENV)
     suite = unittest.TestSuite()
-    for cls in (Stories260K, RandomLlama, Archs, Refusals, Mutations, RealGguf):
+    for cls in (Stories260K, RandomLlama, Archs, Refusals, Mutations, RealGguf, Roundtrip):
         for t in unittest.defaultTestLoader.loadTestsFromTestCase(cls):
             if a.pattern is None or a.pattern in t.id():
                 suite.addTest(t)
