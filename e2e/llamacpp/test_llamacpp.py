@@ -77,6 +77,8 @@ ARCHS = {
     "qwen3": ("qwen3-0.6b", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 64"),
     "gemma3": ("gemma-3-1b-it", "--dim 128 --hidden 256 --layers 6 --heads 2 --kv-heads 1 --head-dim 256"),
     "llama_smollm2": ("smollm2-135m-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2"),
+    # Llama 3.2: its llama3 RoPE scaling goes into the GGUF as a rope_freqs.weight tensor.
+    "llama32": ("llama-3.2-1b-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 32"),
 }
 for _name, (_dir, _args) in ARCHS.items():
     SHAPES[_name] = ["--config", "%CONFIG%/" + _dir + "/config.json"] + _args.split() + ["--seed", "1"]
@@ -257,9 +259,9 @@ class RandomLlama(unittest.TestCase):
 
 class Archs(RandomLlama):
     """Every architecture llama.cpp v0.5.0 runs and the writer writes, from its real config.json
-    (all four configs tie the classifier to the embedding). Not here: Llama 3.2 (its llama3 RoPE
-    scaling is not written as GGUF yet), Qwen3.5 (llama.cpp's qwen35 exists; the writer does not
-    write it yet). Gemma 3's sliding window (512) is longer than these runs."""
+    (all five configs tie the classifier to the embedding). Not here: Qwen3.5 (llama.cpp's qwen35
+    exists; the writer does not write it yet). Gemma 3's sliding window (512) is longer than these
+    runs."""
 
     def check(self, shape, wtype):
         RandomLlama.check(self, shape, wtype, diverse=False)
@@ -274,6 +276,8 @@ class Archs(RandomLlama):
     def test_gemma3_q8(self): self.check("gemma3", "q8")
     def test_gemma3_q4(self): self.check("gemma3", "q4")
     def test_llama_smollm2_q8(self): self.check("llama_smollm2", "q8")
+    def test_llama32_q8(self): self.check("llama32", "q8")
+    def test_llama32_q4(self): self.check("llama32", "q4")
 
 
 class Mutations(unittest.TestCase):

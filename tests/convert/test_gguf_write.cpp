@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -330,4 +331,48 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   ml_error err;
   CHECK(cv_random(&o, &err) == ML_E_ARG);
   CHECK(std::strstr(err.msg, "same file") != nullptr);
+}
+
+TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging Face's frequencies over ours", "[gguf]") {
+  tmp_dir t;
+  const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
+  ml_mlb_header c;  // Llama 3.2's scaling on a small shape (head_dim 32: high, medium and low bands)
+  c.arch = ML_ARCH_LLAMA;
+  c.rope_type = ML_ROPE_HALF;
+  c.rope_theta = 500000.0f;
+  c.rope_scaling = ML_ROPE_SCALING_LLAMA3;
+  c.rope_factor = 32.0f, c.rope_low_freq_factor = 1.0f, c.rope_high_freq_factor = 4.0f, c.rope_orig_max_seq = 8192;
+  c.dim = 128, c.hidden_dim = 256, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 32;
+  c.vocab_size = 512, c.max_seq = 64, c.norm_eps = 1e-5f, c.bos_id = 1, c.eos_id = 2;
+  cv_random_opts o = shape(mlb, gg);
+  o.dim = o.hidden = o.layers = o.heads = o.kv_heads = o.head_dim = 0;
+  o.config = &c;
+  ml_error err;
+  REQUIRE(cv_random(&o, &err) == ML_OK);
+  const std::vector<uint8_t> gd = slurp(gg);
+  const gguf_file g = parse_gguf(gd);
+  REQUIRE(g.tensors.count("rope_freqs.weight") == 1);
+  const gguf_file::tensor& rf = g.tensors.at("rope_freqs.weight");
+  CHECK(rf.type == 0);
+  REQUIRE(rf.dims == std::vector<uint64_t>{16});
+  // transformers' _compute_llama3_parameters: inv_freq_llama from inv_freq; llama.cpp divides
+  // each frequency by rope_freqs, so rope_freqs = inv_freq / inv_freq_llama.
+  int bands[3] = {0, 0, 0};
+  for (int i = 0; i < 16; ++i) {
+    const double inv_freq = 1.0 / std::pow(500000.0, (2.0 * i) / 32.0);
+    const double wavelen = 2 * M_PI / inv_freq, low_wl = 8192 / 1.0, high_wl = 8192 / 4.0;
+    double llama = wavelen > low_wl ? inv_freq / 32.0 : inv_freq;
+    if (!(wavelen < high_wl) && !(wavelen > low_wl)) {
+      const double smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0);
+      llama = (1 - smooth) * llama / 32.0 + smooth * llama;
+    }
+    bands[wavelen < high_wl ? 0 : wavelen > low_wl ? 2 : 1]++;
+    float got;
+    std::memcpy(&got, gd.data() + rf.offset + 4 * i, 4);
+    INFO("i " << i);
+    CHECK(got == Approx(inv_freq / llama).epsilon(1e-6));
+  }
+  CHECK(bands[0] > 0);
+  CHECK(bands[1] > 0);
+  CHECK(bands[2] > 0);
 }
