@@ -53,6 +53,11 @@ TIE_GAP = 0.01
 N_GEN = 32
 VOCAB = 512
 SEARCH = 40  # prompt seeds tried for a run without near ties
+# Qwen3.5's gated-delta layers differ more between the engines: logits ~3-4% of the largest apart
+# (the others ~1.5%), KL up to 1.7e-3 over 4 layers and growing with depth (1e-3 mean at 8). Its
+# bounds are 5x looser; a structural mistake is far outside them (q and the output gate swapped
+# in attn_q: KL 2e-2 to 8e-2).
+TOLERANCE = {"qwen35": (5e-3, 0.04)}  # shape -> (KL_MAX, TIE_GAP)
 
 # Shapes: name -> ml_convert random options (all GQA, tok512's 512 tokens).
 SHAPES = {
@@ -79,9 +84,12 @@ ARCHS = {
     "llama_smollm2": ("smollm2-135m-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2"),
     # Llama 3.2: its llama3 RoPE scaling goes into the GGUF as a rope_freqs.weight tensor.
     "llama32": ("llama-3.2-1b-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 32"),
+    # Qwen3.5: 3 gated-delta layers and 1 gated full-attention layer (head_dim 256, 64 rotated).
+    "qwen35": ("qwen3.5-0.8b", "--dim 128 --hidden 256 --layers 4 --heads 4 --kv-heads 2"),
 }
 for _name, (_dir, _args) in ARCHS.items():
-    SHAPES[_name] = ["--config", "%CONFIG%/" + _dir + "/config.json"] + _args.split() + ["--seed", "1"]
+    _cfg = "config.reconstructed.json" if _name == "qwen35" else "config.json"
+    SHAPES[_name] = ["--config", "%CONFIG%/" + _dir + "/" + _cfg] + _args.split() + ["--seed", "1"]
 SHAPES["gqa2_half"] = SHAPES["gqa2"] + ["--rope-type", "half"]
 
 
@@ -108,13 +116,13 @@ def write_rows(rows, path):
     return path
 
 
-def near_ties(rows):
-    """Per row of llama.cpp's logits: whether its top two are closer than TIE_GAP."""
+def near_ties(rows, gap=TIE_GAP):
+    """Per row of llama.cpp's logits: whether its top two are closer than gap."""
     top2 = np.sort(rows, axis=1)[:, -2:]
-    return (top2[:, 1] - top2[:, 0]) < TIE_GAP
+    return (top2[:, 1] - top2[:, 0]) < gap
 
 
-def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None, vocab=VOCAB):
+def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None, vocab=VOCAB, kl_max=KL_MAX, tie_gap=TIE_GAP):
     """Runs both (llama.cpp unless lc, its result, is given); returns (passed, summary, llama.cpp's
     result, near-tie rows)."""
     lc = lc or llamacpp(gguf, ids)
@@ -126,12 +134,12 @@ def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None, vocab=VOCAB):
     if a.shape != b.shape or not np.isfinite(a).all():
         return False, "shapes %s %s or non-finite logits" % (a.shape, b.shape), lc, None
     rel, same_arg, top, kl, _ = cl.compare(a, b)
-    ties = near_ties(b)
-    ok = bool((same_arg | ties).all()) and bool((top >= 4).all()) and bool(kl.max() <= KL_MAX)
+    ties = near_ties(b, tie_gap)
+    ok = bool((same_arg | ties).all()) and bool((top >= 4).all()) and bool(kl.max() <= kl_max)
     line = ("%s rows=%d max_rel_err=%.3e argmax_agree=%d/%d (near ties %d, disagreeing outside them %d) "
             "top5_min=%d kl_mean=%.3e kl_max=%.3e (<= %g)"
             % ("PASS" if ok else "FAIL", len(a), rel.max(), int(same_arg.sum()), len(a), int(ties.sum()),
-               int((~same_arg & ~ties).sum()), int(top.min()), kl.mean(), kl.max(), KL_MAX))
+               int((~same_arg & ~ties).sum()), int(top.min()), kl.mean(), kl.max(), kl_max))
     return ok, line, lc, ties
 
 
@@ -222,8 +230,10 @@ class RandomLlama(unittest.TestCase):
     def check(self, shape, wtype, diverse=True):
         mlb, gguf = make_pair(shape, shape, wtype)
         tag = "%s_%s" % (shape, wtype)
+        kl_max, gap = TOLERANCE.get(shape, (KL_MAX, TIE_GAP))
         # The logits on a fixed prompt, near ties and all.
-        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, prompt_ids(seed=1000), tag + "_fixed")
+        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, prompt_ids(seed=1000), tag + "_fixed", kl_max=kl_max,
+                                               tie_gap=gap)
         print("%s: fixed prompt: %s" % (tag, line))
         self.assertTrue(ok, line)
         # The greedy continuation on the first prompt without a near tie in llama.cpp's run.
@@ -231,11 +241,11 @@ class RandomLlama(unittest.TestCase):
             ids = prompt_ids(seed)
             lc = llamacpp(gguf, ids)
             # (and without BOS or EOS in the continuation, where ml_run stops: llama2.c's rule)
-            if not near_ties(np.array(lc["logits"])).any() and not {1, 2} & set(lc["tokens"]):
+            if not near_ties(np.array(lc["logits"]), gap).any() and not {1, 2} & set(lc["tokens"]):
                 break
         else:
-            self.fail("no prompt of seeds 1..%d without a near tie (top two within %g)" % (SEARCH, TIE_GAP))
-        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, ids, tag, lc)
+            self.fail("no prompt of seeds 1..%d without a near tie (top two within %g)" % (SEARCH, gap))
+        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, ids, tag, lc, kl_max=kl_max, tie_gap=gap)
         gen = lc["tokens"]
         print("%s: prompt seed %d, llama.cpp greedy %s\n  logits: %s" % (tag, seed, gen, line))
         self.assertTrue(ok and "argmax_agree=%d/" % (len(ids) + N_GEN - 1) in line, line)
@@ -259,9 +269,8 @@ class RandomLlama(unittest.TestCase):
 
 class Archs(RandomLlama):
     """Every architecture llama.cpp v0.5.0 runs and the writer writes, from its real config.json
-    (all five configs tie the classifier to the embedding). Not here: Qwen3.5 (llama.cpp's qwen35
-    exists; the writer does not write it yet). Gemma 3's sliding window (512) is longer than these
-    runs."""
+    (all six tie the classifier to the embedding), Qwen3.5 included (llama.cpp's qwen35). Gemma 3's
+    sliding window (512) is longer than these runs."""
 
     def check(self, shape, wtype):
         RandomLlama.check(self, shape, wtype, diverse=False)
@@ -278,6 +287,8 @@ class Archs(RandomLlama):
     def test_llama_smollm2_q8(self): self.check("llama_smollm2", "q8")
     def test_llama32_q8(self): self.check("llama32", "q8")
     def test_llama32_q4(self): self.check("llama32", "q4")
+    def test_qwen35_q8(self): self.check("qwen35", "q8")
+    def test_qwen35_q4(self): self.check("qwen35", "q4")
 
 
 class Mutations(unittest.TestCase):

@@ -33,16 +33,20 @@ struct arch_desc {
   bool softcap;             // final_logit_softcapping
   bool rope_freqs;          // llama3 RoPE scaling through a rope_freqs.weight tensor (llama.cpp's llama)
   bool rope_linear;         // linear RoPE scaling through rope.scaling.factor
+  bool qwen35;              // partial rotary, gated-delta layers, attn_q holding q and the output gate
 };
 
 constexpr uint32_t QK_NORM = ML_FLAG_QK_NORM, POST = ML_FLAG_POST_NORMS;
 constexpr arch_desc ARCHS[] = {
-    {ML_ARCH_LLAMA, "llama", ML_ROPE_INTERLEAVED, 0, 0, ML_ACT_SILU, true, false, false, false, true, true},
-    {ML_ARCH_QWEN2, "qwen2", ML_ROPE_HALF, 0, ML_FLAG_QKV_BIAS, ML_ACT_SILU, false, false, false, false, false, true},
-    {ML_ARCH_QWEN3, "qwen3", ML_ROPE_HALF, QK_NORM, QK_NORM, ML_ACT_SILU, true, false, false, false, false, true},
+    {ML_ARCH_LLAMA, "llama", ML_ROPE_INTERLEAVED, 0, 0, ML_ACT_SILU, true, false, false, false, true, true, false},
+    {ML_ARCH_QWEN2, "qwen2", ML_ROPE_HALF, 0, ML_FLAG_QKV_BIAS, ML_ACT_SILU, false, false, false, false, false, true,
+     false},
+    {ML_ARCH_QWEN3, "qwen3", ML_ROPE_HALF, QK_NORM, QK_NORM, ML_ACT_SILU, true, false, false, false, false, true, false},
     // (Gemma 3's linear scaling applies to its global layers only: not written yet.)
     {ML_ARCH_GEMMA3, "gemma3", ML_ROPE_HALF, QK_NORM | POST, QK_NORM | POST, ML_ACT_GELU_TANH, true, true, true, true,
-     false, false},
+     false, false, false},
+    {ML_ARCH_QWEN35, "qwen35", ML_ROPE_HALF, QK_NORM | ML_FLAG_ATTN_GATE, QK_NORM | ML_FLAG_ATTN_GATE, ML_ACT_SILU, true,
+     false, false, false, false, false, true},
 };
 
 ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* err) {
@@ -50,7 +54,7 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   for (const arch_desc& d : ARCHS)
     if (d.arch == h.arch) a = &d;
   if (!a)
-    return ml_fail(err, ML_E_ARG, "--gguf: architecture %u is not written as GGUF (llama, qwen2, qwen3 and gemma3 are)",
+    return ml_fail(err, ML_E_ARG, "--gguf: architecture %u is not written as GGUF (llama, qwen2, qwen3, gemma3, qwen35 are)",
                    h.arch);
   if (h.wtype != ML_DT_Q8 && h.wtype != ML_DT_Q4)
     return ml_fail(err, ML_E_ARG, "--gguf: weight type %u is not Q8 or Q4", h.wtype);
@@ -72,13 +76,22 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   if (!scaling_ok)
     return ml_fail(err, ML_E_ARG, "--gguf: RoPE scaling %u is not written as GGUF for llama.cpp's %s", h.rope_scaling,
                    a->name);
-  if (h.n_rot != 0 && h.n_rot != h.head_dim)
-    return ml_fail(err, ML_E_ARG, "--gguf: partial rotary (n_rot %u of head_dim %u) is not written as GGUF yet", h.n_rot,
-                   h.head_dim);
+  if (h.n_rot != 0 && h.n_rot != h.head_dim && !a->qwen35)
+    return ml_fail(err, ML_E_ARG, "--gguf: partial rotary (n_rot %u of head_dim %u) is not written for llama.cpp's %s",
+                   h.n_rot, h.head_dim, a->name);
+  if (a->qwen35 && h.rope_type != ML_ROPE_HALF)
+    return ml_fail(err, ML_E_ARG, "--gguf: qwen35 is written from the rotate-half layout only (--rope-type half)");
   if (!a->head_dim_free && h.n_heads * h.head_dim != h.dim)
     return ml_fail(err, ML_E_ARG, "--gguf: llama.cpp's %s needs n_heads x head_dim = dim (%u x %u != %u)", a->name,
                    h.n_heads, h.head_dim, h.dim);
-  if (h.linear_period != 0) return ml_fail(err, ML_E_ARG, "--gguf: linear-attention layers are not written as GGUF yet");
+  if (h.linear_period != 0 && !a->qwen35)
+    return ml_fail(err, ML_E_ARG, "--gguf: llama.cpp's %s has no linear-attention layers", a->name);
+  if (a->qwen35 && (h.linear_period == 0 || h.linear_k_dim != h.linear_v_dim || h.linear_k_heads != h.linear_v_heads))
+    return ml_fail(err, ML_E_ARG,
+                   "--gguf: qwen35 needs linear-attention layers with key and value heads of one width and count "
+                   "(llama.cpp's qwen35 takes head_v_dim = head_k_dim; other counts need its V-head reordering, not "
+                   "written yet): period %u, heads %u/%u, dims %u/%u",
+                   h.linear_period, h.linear_k_heads, h.linear_v_heads, h.linear_k_dim, h.linear_v_dim);
   const float std_scale = 1.0f / std::sqrt((float)h.head_dim);
   if (h.attn_scale != 0.0f && std::fabs(h.attn_scale - std_scale) > 1e-6f * std_scale)
     return ml_fail(err, ML_E_ARG, "--gguf: attention scale %g: llama.cpp's %s uses 1/sqrt(head_dim) = %g",
@@ -357,6 +370,20 @@ void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, co
     w->f32("rope.freq_base_swa", h.rope_local_theta != 0.0f ? h.rope_local_theta : h.rope_theta);
   }
   if (a.softcap && h.logit_softcap != 0.0f) w->f32("final_logit_softcapping", h.logit_softcap);
+  if (a.qwen35) {
+    w->u32("ssm.conv_kernel", h.linear_conv);
+    w->u32("ssm.state_size", h.linear_k_dim);
+    w->u32("ssm.group_count", h.linear_k_heads);
+    w->u32("ssm.time_step_rank", h.linear_v_heads);
+    w->u32("ssm.inner_size", h.linear_v_heads * h.linear_v_dim);
+    w->u32("full_attention_interval", h.linear_period);
+    // Interleaved M-RoPE's sections (Qwen3.5's [11, 11, 10, 0] for 64 rotated dims): for text every
+    // section sees the same position, so this is NEOX rope over n_rot, as krafla computes.
+    const uint32_t half = (h.n_rot ? h.n_rot : h.head_dim) / 2;
+    const uint32_t sec[4] = {half - 2 * (half / 3), half / 3, half / 3, 0};
+    w->akey("rope.dimension_sections", GGUF_V_ARRAY), o->u32(GGUF_V_I32), o->u64(4);
+    for (uint32_t x : sec) o->u32(x);
+  }
 
   const uint32_t n = h.vocab_size;
   w->key("tokenizer.ggml.model", GGUF_V_STRING), o->str("llama");
@@ -374,10 +401,19 @@ void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, co
   w->key("tokenizer.ggml.add_eos_token", GGUF_V_BOOL), o->put("\0", 1);
 }
 
+bool ends_with(const char* s, const char* suffix) {
+  const size_t n = std::strlen(s), k = std::strlen(suffix);
+  return n >= k && std::strcmp(s + n - k, suffix) == 0;
+}
+
 // llama.cpp's name of a krafla tensor.
-void gguf_name(const char* name, char* out, size_t cap) {
+void gguf_name(const char* name, char* out, size_t cap, bool qwen35) {
   const size_t n = std::strlen(name);
-  if (std::strcmp(name, "tok_embd") == 0) std::snprintf(out, cap, "token_embd.weight");
+  if (qwen35 && ends_with(name, ".ffn_norm"))  // qwen35's FFN input norm is its "post_attention_norm"
+    std::snprintf(out, cap, "%.*spost_attention_norm.weight", (int)(n - 8), name);
+  else if (qwen35 && ends_with(name, ".ssm_dt")) std::snprintf(out, cap, "%s.bias", name);
+  else if (qwen35 && ends_with(name, ".ssm_a")) std::snprintf(out, cap, "%s", name);
+  else if (std::strcmp(name, "tok_embd") == 0) std::snprintf(out, cap, "token_embd.weight");
   else if (n > 5 && std::strcmp(name + n - 5, ".bias") == 0) std::snprintf(out, cap, "%s", name);
   else std::snprintf(out, cap, "%s.weight", name);
 }
@@ -399,14 +435,48 @@ uint64_t gguf_bytes(const ml_mlb_tensor& t) {
 
 uint64_t align_up(uint64_t v) { return (v + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT; }
 
+// Qwen3.5's attention layers: llama.cpp's attn_q holds, per head, the head's q rows then its
+// output-gate rows (the Hugging Face q_proj layout); krafla keeps them as attn_q and attn_gate.
+// partner[i] is the index of the attn_gate merged into tensor i (an attn_q), NONE otherwise, and
+// MERGED for that attn_gate itself (written inside its attn_q). A layer's tensors are adjacent in
+// the model, so the gate is looked for among the next few tensors only.
+constexpr size_t NONE = SIZE_MAX, MERGED = SIZE_MAX - 1, NEAR = 32;
+
+ml_status plan_merges(const cv_model* m, bool qwen35, cv_buf* partner, size_t* n_merged, ml_error* err) {
+  ML_TRY(cv_alloc(partner, m->n_tensors, sizeof(size_t), err, "--gguf: the tensor plan"));
+  size_t* p = partner->as<size_t>();
+  for (size_t i = 0; i < m->n_tensors; ++i) p[i] = NONE;
+  *n_merged = 0;
+  if (!qwen35) return ML_OK;
+  char want[ML_MLB_NAME_MAX + 16];
+  for (size_t i = 0; i < m->n_tensors; ++i) {
+    const char* name = m->tensors[i].t.name;
+    if (std::strncmp(name, "blk.", 4) != 0 || !ends_with(name, ".attn_q")) continue;
+    std::snprintf(want, sizeof want, "%.*sattn_gate", (int)(std::strlen(name) - 6), name);
+    size_t g = NONE;
+    for (size_t j = i + 1; j < m->n_tensors && j <= i + NEAR; ++j)
+      if (std::strcmp(m->tensors[j].t.name, want) == 0) g = j;
+    if (g == NONE) return ml_fail(err, ML_E_ARG, "--gguf: %s has no %s next to it", name, want);
+    const ml_mlb_tensor &q = m->tensors[i].t, &gt = m->tensors[g].t;
+    if (q.rows != gt.rows || q.cols != gt.cols || q.type != gt.type || q.rows % m->h.head_dim != 0)
+      return ml_fail(err, ML_E_ARG, "--gguf: %s and %s differ in shape or type", name, want);
+    p[i] = g, p[g] = MERGED;
+    ++*n_merged;
+  }
+  return ML_OK;
+}
+
 // The tensor infos (the model's, then rope_freqs.weight when n_freqs > 0); returns the data
 // section's size through *data_size.
-void write_infos(sink* o, const cv_model* m, uint32_t n_freqs, uint64_t* data_size) {
+void write_infos(sink* o, const cv_model* m, const size_t* partner, bool qwen35, uint32_t n_freqs,
+                 uint64_t* data_size) {
   uint64_t off = 0;
   char name[ML_MLB_NAME_MAX + 16];
   for (size_t i = 0; i < m->n_tensors; ++i) {
-    const ml_mlb_tensor& t = m->tensors[i].t;
-    gguf_name(t.name, name, sizeof name);
+    if (partner[i] == MERGED) continue;
+    ml_mlb_tensor t = m->tensors[i].t;
+    if (partner[i] != NONE) t.rows *= 2;
+    gguf_name(t.name, name, sizeof name, qwen35);
     o->str(name);
     if (t.rows == 1) {
       o->u32(1), o->u64(t.cols);
@@ -446,6 +516,19 @@ bool feeds_rope(const char* name) {
   for (const char* s : SUFFIXES)
     if (std::strcmp(dot + 1, s) == 0) return true;
   return false;
+}
+
+// Rows [r0, r1) of a Q8/Q4 tensor as Q8_0/Q4_0 blocks.
+void write_rows(sink* o, const cv_tensor& e, size_t r0, size_t r1) {
+  const ml_mlb_tensor& t = e.t;
+  const size_t nb = t.cols / 32, qbytes = t.type == ML_DT_Q8 ? 32 : 16;
+  for (size_t r = r0; r < r1; ++r) {
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t blk = r * nb + b;
+      o->put(e.scales + blk * 2, 2);
+      o->put(e.data + blk * qbytes, qbytes);
+    }
+  }
 }
 
 // One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales. perm:
@@ -501,7 +584,11 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   const uint32_t n_freqs = m->h.rope_scaling == ML_ROPE_SCALING_LLAMA3 ? (m->h.n_rot ? m->h.n_rot : m->h.head_dim) / 2 : 0;
   if (n_freqs > ROPE_FREQS_MAX) return ml_fail(err, ML_E_ARG, "--gguf: head_dim %u is too large", m->h.head_dim);
   llama3_factors(m->h, freqs, n_freqs);
-  write_infos(&count, m, n_freqs, &data_size);
+  cv_buf plan;
+  size_t n_merged = 0;
+  ML_TRY(plan_merges(m, a->qwen35, &plan, &n_merged, err));
+  const size_t* partner = plan.as<size_t>();
+  write_infos(&count, m, partner, a->qwen35, n_freqs, &data_size);
   const uint64_t data_start = align_up(24 + count.pos);
 
   ml_out_file* f = new (std::nothrow) ml_out_file;
@@ -514,15 +601,24 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   sink o{f, 0, err};
   o.u32(GGUF_MAGIC);
   o.u32(GGUF_VERSION);
-  o.u64(m->n_tensors + (n_freqs > 0 ? 1 : 0));
+  o.u64(m->n_tensors - n_merged + (n_freqs > 0 ? 1 : 0));
   o.u64(kc.count);
   kv_writer kw{&o, a->name};
   write_metadata(&kw, m->h, *a, v);
-  write_infos(&o, m, n_freqs, &data_size);
+  write_infos(&o, m, partner, a->qwen35, n_freqs, &data_size);
   o.zeros_to(data_start);
+  const size_t hd = m->h.head_dim;
   for (size_t i = 0; i < m->n_tensors && o.s == ML_OK; ++i) {
-    write_data(&o, m->tensors[i], permute && feeds_rope(m->tensors[i].t.name), m->h.head_dim,
-               a->rope_type == ML_ROPE_INTERLEAVED);
+    if (partner[i] == MERGED) continue;
+    if (partner[i] != NONE) {  // qwen35: per head, q's rows then the gate's (plan_merges)
+      for (size_t r = 0; r < m->tensors[i].t.rows; r += hd) {
+        write_rows(&o, m->tensors[i], r, r + hd);
+        write_rows(&o, m->tensors[partner[i]], r, r + hd);
+      }
+    } else {
+      write_data(&o, m->tensors[i], permute && feeds_rope(m->tensors[i].t.name), hd,
+                 a->rope_type == ML_ROPE_INTERLEAVED);
+    }
     o.zeros_to(align_up(o.pos - data_start) + data_start);
   }
   for (uint32_t i = 0; i < n_freqs && o.s == ML_OK; ++i) o.f32(freqs[i]);

@@ -4,7 +4,7 @@
 // What is written (ggml's docs/gguf.md; the keys are the ones llama.cpp's loader reads for the
 // architecture, llama-arch.cpp / llama-model.cpp):
 //   - general.architecture from a table of the architectures llama.cpp runs and krafla writes
-//     (llama for ML_ARCH_LLAMA, qwen2, qwen3, gemma3), the hyperparameters under "<arch>.",
+//     (llama for ML_ARCH_LLAMA, qwen2, qwen3, gemma3, qwen35), the hyperparameters under "<arch>.",
 //   - a "llama" (SentencePiece) vocabulary of exactly vocab_size tokens: the model's llama2.c
 //     tokenizer.bin when it has one (spaces back to U+2581, "<0xHH>" pieces as byte tokens, <unk>,
 //     <s>, </s> as unknown/control), else a placeholder laid out like Llama 2's (<unk> <s> </s>, the
@@ -20,11 +20,16 @@
 //     "half") gets its q/k outputs reordered within each head -- attn_q/attn_k rows, their biases,
 //     the q/k norm weights -- as llama.cpp's own converter permutes Llama's q/k (whole rows: still
 //     no requantization).
+//   - qwen35 (Qwen3.5): the ssm.* keys, full_attention_interval and rope.dimension_sections;
+//     ssm_dt -> ssm_dt.bias, ssm_a as is, ffn_norm -> post_attention_norm (llama.cpp's names), and
+//     each attention layer's attn_q and attn_gate merged into one attn_q, per head q's rows then
+//     the gate's (the Hugging Face q_proj layout llama.cpp keeps). Key and value heads must be of
+//     one count and width (llama.cpp's V-head reordering for more value heads is not written).
 // Refused with ML_E_ARG and a message saying what to change: f32 block scales (GGUF's Q8_0/Q4_0
 // hold f16: write with --scales f16), header features llama.cpp's graph for that architecture
 // would not compute (flags, activation, RoPE scaling, partial rotary, an attention scale or
-// embedding scale other than its own), and qwen3.5 (not written yet). The file goes through
-// core/out_file.h (a temporary file renamed into place).
+// embedding scale other than its own). The file goes through core/out_file.h (a temporary file
+// renamed into place).
 #pragma once
 #include "convert/convert.h"
 
