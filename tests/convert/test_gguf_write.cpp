@@ -376,3 +376,69 @@ TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging
   CHECK(bands[1] > 0);
   CHECK(bands[2] > 0);
 }
+
+TEST_CASE("gguf_write: Qwen3.5 as llama.cpp's qwen35: names, keys, attn_q holding q and the gate per head", "[gguf]") {
+  tmp_dir t;
+  const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
+  ml_mlb_header c;  // Qwen3.5's kind on a small shape: layers 0-2 gated delta, layer 3 attention
+  c.arch = ML_ARCH_QWEN35;
+  c.rope_type = ML_ROPE_HALF;
+  c.rope_theta = 1e7f;
+  c.flags = ML_FLAG_QK_NORM | ML_FLAG_ATTN_GATE | ML_FLAG_TIED_CLASSIFIER;
+  c.dim = 64, c.hidden_dim = 96, c.n_layers = 4, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 32, c.n_rot = 8;
+  c.linear_period = 4, c.linear_k_heads = 2, c.linear_v_heads = 2, c.linear_k_dim = 32, c.linear_v_dim = 32;
+  c.linear_conv = 4;
+  c.vocab_size = 512, c.max_seq = 64, c.norm_eps = 1e-6f, c.bos_id = 1, c.eos_id = 2;
+  cv_random_opts o = shape(mlb, gg);
+  o.dim = o.hidden = o.layers = o.heads = o.kv_heads = o.head_dim = 0;
+  o.config = &c;
+  ml_error err;
+  REQUIRE(cv_random(&o, &err) == ML_OK);
+  const std::vector<uint8_t> gd = slurp(gg), md = slurp(mlb);
+  const gguf_file g = parse_gguf(gd);
+  CHECK(g.kv.at("general.architecture").str == "qwen35");
+  CHECK(g.kv.at("qwen35.ssm.conv_kernel").num == 4);
+  CHECK(g.kv.at("qwen35.ssm.state_size").num == 32);
+  CHECK(g.kv.at("qwen35.ssm.group_count").num == 2);
+  CHECK(g.kv.at("qwen35.ssm.time_step_rank").num == 2);
+  CHECK(g.kv.at("qwen35.ssm.inner_size").num == 64);
+  CHECK(g.kv.at("qwen35.full_attention_interval").num == 4);
+  CHECK(g.kv.at("qwen35.rope.dimension_count").num == 8);
+  const auto& sec = g.kv.at("qwen35.rope.dimension_sections").nums;
+  REQUIRE(sec.size() == 4);
+  CHECK(sec[0] + sec[1] + sec[2] + sec[3] == 4);
+  for (const char* n : {"blk.0.ssm_dt.bias", "blk.0.ssm_a", "blk.0.ssm_conv1d.weight", "blk.0.attn_qkv.weight",
+                        "blk.0.attn_gate.weight", "blk.0.post_attention_norm.weight", "blk.3.attn_q_norm.weight",
+                        "blk.3.post_attention_norm.weight"}) {
+    INFO(n);
+    CHECK(g.tensors.count(n) == 1);
+  }
+  CHECK(g.tensors.count("blk.3.attn_gate.weight") == 0);  // merged into attn_q
+  CHECK(g.tensors.at("blk.0.ssm_conv1d.weight").dims == std::vector<uint64_t>{4, 2 * 2 * 32 + 2 * 32});
+  // attn_q of the attention layer: 2 x q_dim rows; per head h, .mlb attn_q's rows h*32.. then attn_gate's.
+  ml_mlb m;
+  REQUIRE(ml_mlb_parse(&m, md.data(), md.size(), &err) == ML_OK);
+  ml_mlb_tensor q{}, gate{};
+  for (uint32_t i = 0; i < m.n_tensors; ++i) {
+    const ml_mlb_tensor x = ml_mlb_tensor_at(&m, i);
+    if (std::string(x.name) == "blk.3.attn_q") q = x;
+    if (std::string(x.name) == "blk.3.attn_gate") gate = x;
+  }
+  REQUIRE(q.rows == 64);
+  REQUIRE(gate.rows == 64);
+  const gguf_file::tensor& gq = g.tensors.at("blk.3.attn_q.weight");
+  REQUIRE(gq.dims == std::vector<uint64_t>{64, 128});
+  const size_t bpr = 64 / 32, blk = 34;  // Q8_0
+  size_t bad = 0;
+  for (size_t r = 0; r < 128; ++r) {
+    const size_t head = r / 64, k = r % 64;
+    const ml_mlb_tensor& src = k < 32 ? q : gate;
+    const size_t sr = head * 32 + k % 32;
+    for (size_t b = 0; b < bpr; ++b) {
+      const uint8_t* out = gd.data() + gq.offset + (r * bpr + b) * blk;
+      bad += std::memcmp(out, md.data() + src.scale_offset + 2 * (sr * bpr + b), 2) != 0 ||
+             std::memcmp(out + 2, md.data() + src.data_offset + 32 * (sr * bpr + b), 32) != 0;
+    }
+  }
+  CHECK(bad == 0);
+}
