@@ -195,19 +195,22 @@ ml_status vocab_from_llama2c(const cv_model* m, vocab* v, ml_error* err) {
   return ML_OK;
 }
 
-// Placeholder pieces for a model without a llama2.c tokenizer, laid out like Llama 2's: <unk>, <s>,
-// </s> (at the header's BOS/EOS ids), the 256 byte tokens "<0xHH>" at 3..258 (llama.cpp's SPM
-// tokenizer falls back to them for any byte, and node-llama-cpp tokenizes text at load: without
-// them llama.cpp throws), "<tok_N>" after them.
-constexpr uint32_t PLACEHOLDER_MIN = 3 + 256;
-
+// Placeholder pieces for a model without a llama2.c tokenizer, laid out like Llama 2's: <unk> at
+// 0, <s> and </s> at the header's BOS/EOS ids, the 256 byte tokens "<0xHH>" from 3 on (after BOS
+// or EOS when either falls in that range: Qwen's are above 150000), "<tok_N>" elsewhere. llama.cpp's
+// SPM tokenizer falls back to the byte tokens for any byte, and node-llama-cpp tokenizes text at
+// load: without them llama.cpp throws.
 ml_status vocab_placeholder(const cv_model* m, vocab* v, ml_error* err) {
-  const uint32_t n = m->h.vocab_size;
-  if (n < PLACEHOLDER_MIN || m->h.bos_id >= 3 || m->h.eos_id >= 3)
+  const uint32_t n = m->h.vocab_size, bos = m->h.bos_id, eos = m->h.eos_id;
+  uint64_t b0 = 3;  // the byte block [b0, b0 + 256) holds neither BOS nor EOS
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint32_t id : {bos, eos})
+      if (id >= b0 && id < b0 + 256) b0 = (uint64_t)id + 1;
+  if (b0 + 256 > n)
     return ml_fail(err, ML_E_ARG,
                    "--gguf: without a llama2.c tokenizer the GGUF gets a placeholder vocabulary with 256 byte tokens, "
-                   "which needs --vocab >= %u and BOS/EOS below 3 (the model has %u, %u/%u); give --tokenizer",
-                   PLACEHOLDER_MIN, n, m->h.bos_id, m->h.eos_id);
+                   "which do not fit --vocab %u beside BOS %u and EOS %u; give a larger --vocab or --tokenizer",
+                   n, bos, eos);
   size_t bytes;
   if (!ml_mul(n, PIECE_MAX, &bytes)) return ml_fail(err, ML_E_NOMEM, "--gguf: the vocabulary of %u tokens overflows", n);
   ML_TRY(vocab_alloc(v, n, bytes, err));
@@ -215,10 +218,10 @@ ml_status vocab_placeholder(const cv_model* m, vocab* v, ml_error* err) {
   for (uint32_t i = 0; i < n; ++i) {
     int k;
     int32_t type = TT_CONTROL;
-    if (i == m->h.bos_id) k = std::snprintf(tmp, sizeof tmp, "<s>");
-    else if (i == m->h.eos_id) k = std::snprintf(tmp, sizeof tmp, "</s>");
+    if (i == bos) k = std::snprintf(tmp, sizeof tmp, "<s>");
+    else if (i == eos) k = std::snprintf(tmp, sizeof tmp, "</s>");
     else if (i == 0) type = TT_UNKNOWN, k = std::snprintf(tmp, sizeof tmp, "<unk>");
-    else if (i < PLACEHOLDER_MIN) type = TT_BYTE, k = std::snprintf(tmp, sizeof tmp, "<0x%02X>", i - 3);
+    else if (i >= b0 && i < b0 + 256) type = TT_BYTE, k = std::snprintf(tmp, sizeof tmp, "<0x%02X>", (unsigned)(i - b0));
     else type = TT_NORMAL, k = std::snprintf(tmp, sizeof tmp, "<tok_%u>", i);
     v->type.as<int32_t>()[i] = type;
     v->score.as<float>()[i] = 0.0f;

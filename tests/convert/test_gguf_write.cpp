@@ -315,7 +315,7 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   };
   const bad cases[] = {
       {"f32 scales", [](cv_random_opts* o) { o->scale_type = ML_SCALE_F32; }, "--scales f16"},
-      {"placeholder vocabulary too small", [](cv_random_opts* o) { o->vocab = 258; }, "--vocab >= 259"},
+      {"placeholder vocabulary too small", [](cv_random_opts* o) { o->vocab = 258; }, "do not fit --vocab 258"},
   };
   for (const bad& b : cases) {
     INFO(b.what);
@@ -441,4 +441,34 @@ TEST_CASE("gguf_write: Qwen3.5 as llama.cpp's qwen35: names, keys, attn_q holdin
     }
   }
   CHECK(bad == 0);
+}
+
+TEST_CASE("gguf_write: the placeholder vocabulary puts its 256 byte tokens beside BOS and EOS", "[gguf]") {
+  tmp_dir t;
+  const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
+  ml_mlb_header c;
+  c.arch = ML_ARCH_LLAMA;
+  c.dim = 64, c.hidden_dim = 96, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16;
+  c.vocab_size = 600, c.max_seq = 32, c.norm_eps = 1e-5f, c.bos_id = 100, c.eos_id = 599;
+  cv_random_opts o = shape(mlb, gg);
+  o.dim = o.hidden = o.layers = o.heads = o.kv_heads = o.head_dim = 0;
+  o.vocab = 0;
+  o.config = &c;
+  ml_error err;
+  REQUIRE(cv_random(&o, &err) == ML_OK);
+  const gguf_file g = parse_gguf(slurp(gg));
+  const auto& toks = g.kv.at("tokenizer.ggml.tokens").strs;
+  const auto& types = g.kv.at("tokenizer.ggml.token_type").nums;
+  REQUIRE(toks.size() == 600);
+  CHECK(toks[0] == "<unk>");
+  CHECK(toks[100] == "<s>");
+  CHECK(toks[599] == "</s>");
+  CHECK(toks[101] == "<0x00>");
+  CHECK(toks[101 + 0x0A] == "<0x0A>");
+  CHECK(toks[356] == "<0xFF>");
+  CHECK(toks[3] == "<tok_3>");
+  int bytes = 0;
+  for (double ty : types) bytes += ty == 6;
+  CHECK(bytes == 256);
+  CHECK(g.kv.at("tokenizer.ggml.bos_token_id").num == 100);
 }
