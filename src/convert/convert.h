@@ -42,6 +42,7 @@ struct cv_random_opts {
   const char* tokenizer = nullptr;  // null or "": the file has none; else as cv_llama2c_opts
   const char* chat_template = nullptr;
   const char* out = nullptr;        // the .mlb to write (required: null fails with ML_E_ARG)
+  const char* gguf = nullptr;       // null or "": none; else the same model as GGUF too (gguf_write.h)
   // An architecture and shape to copy (e.g. from a Hugging Face config.json): when set, every
   // header field comes from it except the ones the options above give explicitly (a non-zero
   // dim..max_seq, head_dim; wtype, scale_type and seed always come from the options).

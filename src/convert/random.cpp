@@ -9,8 +9,10 @@
 // U(-1,1) (times 2/sqrt(dim), capped at 1, when tied, so tied logits stay O(1) too).
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "convert/convert.h"
+#include "convert/gguf_write.h"
 #include "core/checked.h"
 #include "model/limits.h"
 
@@ -126,6 +128,9 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
   if (!opts->out) return ml_fail(err, ML_E_ARG, "random: no --output path given");
   const cv_random_opts merged = merged_opts(opts);
   const cv_random_opts* o = &merged;
+  const bool gguf = o->gguf && *o->gguf;
+  if (gguf && std::strcmp(o->gguf, o->out) == 0)
+    return ml_fail(err, ML_E_ARG, "random: --gguf and --output name the same file %s", o->out);
   uint32_t head_dim = 0;
   ML_TRY(check_opts(o, &head_dim, err));
   cv_model m;
@@ -232,5 +237,7 @@ ml_status cv_random(const cv_random_opts* opts, ml_error* err) {
   ML_TRY(norm("output_norm", dim));
   if (!o->tied) ML_TRY(mat("output", h.vocab_size, dim, in_scale));
   v = cv_buf{};
+  // The GGUF first: the writer refuses a model llama.cpp would run differently before writing anything.
+  if (gguf) ML_TRY(cv_write_gguf(&m, o->gguf, err));
   return cv_write(&m, o->out, err);
 }

@@ -55,6 +55,7 @@ ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err) {
   o.tokenizer = p->tokenizer;
   o.chat_template = p->chat_template;
   o.out = p->out;
+  o.gguf = p->gguf;
   ml_mlb_header config;
   if (p->config) {
     ML_TRY(cv_hf_config_read(p->config, nullptr, &config, err));

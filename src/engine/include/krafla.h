@@ -320,6 +320,8 @@ typedef struct ml_convert_random_params {
   const char* tokenizer; /* a tokenizer to embed (as in ml_convert_llama2c_params), or NULL */
   const char* chat_template;
   const char* out;
+  const char* gguf;      /* NULL, or also write the model as GGUF v3 for llama.cpp (needs scales_f16 and
+                          * GGUF's RoPE layout of the architecture: interleaved for Llama) */
   /* NULL, or a Hugging Face config.json: the model gets its architecture and shape, except the
    * shape fields above that are non-zero (e.g. layers and vocab, to shorten it for a test);
    * rope_half, rope_theta and tied then come from the config too. */
