@@ -411,7 +411,7 @@ cv_hf_opts cv_hf_defaults() { return cv_hf_opts{}; }
 
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
   if (!o->dir) return ml_fail(err, ML_E_ARG, "hf: no model folder given");
-  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
+  if (!o->out && !o->mem) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
   if (o->wtype != ML_DT_Q8 && o->wtype != ML_DT_Q4)
     return ml_fail(err, ML_E_ARG, "hf: wtype %u is not Q8 (2) or Q4 (3)", o->wtype);
   if (o->scale_type > ML_SCALE_F16) return ml_fail(err, ML_E_ARG, "hf: scale type %u is not f32 (0) or f16 (1)", o->scale_type);
@@ -443,5 +443,6 @@ ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
   ML_TRY(cv_attach_tokenizer(&im->m, o->dir, o->chat_template, err));
   im->dry = false;
   ML_TRY(im->run());
+  if (o->mem) return cv_write_memory(&im->m, &o->mem->data, &o->mem->size, err);
   return cv_write(&im->m, o->out, err);
 }

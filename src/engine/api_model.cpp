@@ -4,6 +4,7 @@
 #include <new>
 
 #include "core/threads.h"
+#include "engine/model_import.h"
 #include "kernels/bind.h"
 #include "krafla.h"
 #include "model/exec.h"
@@ -126,9 +127,20 @@ ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params*
   *out = nullptr;
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
-  ml_status s = ml_model_load(m, path, err);
+  ml_status s;
+  const ml_source_kind kind = ml_source_kind_of_path(path);
+  if (kind == ML_SOURCE_MLB) {
+    s = ml_model_load(m, path, err);
+  } else {  // a GGUF file or a Hugging Face folder, converted at load
+    uint8_t* buf = nullptr;
+    size_t size = 0;
+    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
+    if (s == ML_OK) s = ml_model_load_owned(m, buf, size, err);
+    path = s == ML_OK ? nullptr : path;  // no pack cache: the converted bytes have no file of their own
+  }
   // Name the file once: messages about the file itself (cannot open, not a regular file) already do.
-  if (s != ML_OK && err && std::strncmp(err->msg, path, std::strlen(path)) != 0) ml_fail(err, s, "%s: %s", path, err->msg);
+  if (s != ML_OK && err && path && std::strncmp(err->msg, path, std::strlen(path)) != 0)
+    ml_fail(err, s, "%s: %s", path, err->msg);
   return open_common(out, m, open_finish(m, s, path, p, err));
 }
 
@@ -137,6 +149,13 @@ ml_status ml_model_open_memory(ml_model** out, const void* data, size_t size, co
   *out = nullptr;
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
+  if (ml_source_kind_of_bytes(data, size) == ML_SOURCE_GGUF) {  // converted at load
+    uint8_t* buf = nullptr;
+    size_t n = 0;
+    ml_status s = ml_import_to_memory(ML_SOURCE_GGUF, nullptr, data, size, &buf, &n, err);
+    if (s == ML_OK) s = ml_model_load_owned(m, buf, n, err);
+    return open_common(out, m, open_finish(m, s, nullptr, p, err));
+  }
   return open_common(out, m, open_finish(m, ml_model_load_memory(m, data, size, err), nullptr, p, err));
 }
 
