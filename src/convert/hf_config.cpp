@@ -264,6 +264,11 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
     if (mt && std::strcmp(mt, "qwen3_5") == 0) return missing(top, "text_config", err);
   }
 
+  if (get(top, "quantization_config") || get(s, "quantization_config"))
+    return ml_fail(err, ML_E_FORMAT,
+                   "%s: quantization_config is set: pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes, FP8, ...) are "
+                   "not supported; convert the F32/F16/BF16 model",
+                   what);
   ml_mlb_header h;
   static const uint32_t arch_of[] = {ML_ARCH_LLAMA, ML_ARCH_QWEN2, ML_ARCH_QWEN3, ML_ARCH_GEMMA3, ML_ARCH_QWEN35};
   h.arch = arch_of[k];

@@ -1035,6 +1035,9 @@ TEST_CASE("hf import: damaged folders fail with a message naming the key or tens
          m.config = set_key(set_key(m.config, "architectures", "[\"Qwen2ForCausalLM\"]"), "use_sliding_window", "true");
        },
        ML_E_FORMAT, "use_sliding_window is true"},
+      {"a pre-quantized checkpoint",
+       [](model_dir& m, const tmp_dir&) { m.config = set_key(m.config, "quantization_config", "{\"quant_method\":\"gptq\"}"); },
+       ML_E_FORMAT, "quantization_config is set"},
       {"an eos_token_id that is not an id",
        [](model_dir& m, const tmp_dir&) { m.config = set_key(m.config, "eos_token_id", "[\"x\"]"); }, ML_E_FORMAT,
        "eos_token_id[0] is \"x\", not a token id"},
