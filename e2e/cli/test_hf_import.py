@@ -4,8 +4,8 @@ prompt ids 1 80 147 201 282 57 ("Once upon a time"), the greedy continuation 313
 and the top-5 logits at the last prompt position. The reference is a float32 numpy forward; the
 .mlb holds Q8 weights, so near-ties may flip: the checks say how many tokens agree.
 
-HfArchs: a tiny random Hugging Face folder of each architecture (Llama, Qwen2, Qwen3, Gemma 3,
-Qwen3.5 with a vision tensor to skip), converted and run with ml_run --dump-logits, against a
+HfArchs: a tiny random Hugging Face folder of each architecture (Llama with llama3 RoPE scaling,
+Qwen2 with linear scaling, Qwen3, Gemma 3, Qwen3.5 with a vision tensor to skip), converted and run with ml_run --dump-logits, against a
 float64 numpy forward written here from transformers' modeling code over the folder's own
 tensors (HF names and layouts: rotate-half RoPE, (1 + w) norms, Qwen3.5's interleaved query/gate
 rows and gated delta rule). The weights are chosen exactly representable in Q8 (each block of 32
@@ -167,10 +167,29 @@ def rms(x, w, eps):
     return x / np.sqrt(np.mean(x * x) + eps) * w
 
 
-def rope_half(v, pos, theta, n_rot):
+def inv_freqs(theta, n_rot, scaling=None):
+    """transformers' inverse frequencies: default, linear (_compute_linear_scaling_rope_parameters)
+    or llama3 (_compute_llama3_parameters)."""
+    inv = 1.0 / theta ** (np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)
+    if scaling is None:
+        return inv
+    if scaling["rope_type"] == "linear":
+        return inv / scaling["factor"]
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    orig = scaling["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = orig / low, orig / high
+    wavelen = 2 * math.pi / inv
+    out = np.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (orig / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * out / factor + smooth * out
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return np.where(medium, smoothed, out)
+
+
+def rope_half(v, pos, theta, n_rot, scaling=None):
     """transformers' apply_rotary_pos_emb on one head: rotate_half over the first n_rot dims."""
     half = n_rot // 2
-    inv = 1.0 / theta ** (np.arange(0, n_rot, 2, dtype=np.float64) / n_rot)
+    inv = inv_freqs(theta, n_rot, scaling)
     c, s = np.cos(pos * inv), np.sin(pos * inv)
     out = v.copy()
     a, b = v[:half], v[half:n_rot]
@@ -202,6 +221,12 @@ class TinyHf:
             self.nh, self.nkv, self.hd, self.hid, self.L = 2, 1, 32, 64, 4
             self.nk, self.nv, self.dk, self.dv, self.K, self.period, self.n_rot = 2, 4, 16, 16, 4, 2, 16
         self.tied = arch in ("gemma3", "qwen3_5", "llama")
+        self.scaling = None
+        if arch == "llama":
+            self.scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 16}
+        if arch == "qwen2":
+            self.scaling = {"rope_type": "linear", "factor": 4.0}
         P = "model.language_model." if q35 else "model."
         dim, qd, kvd = self.dim, self.nh * self.hd, self.nkv * self.hd
         dt = "BF16" if arch in ("gemma3", "qwen2") else "F32"
@@ -267,6 +292,8 @@ class TinyHf:
              "num_attention_heads": self.nh, "num_key_value_heads": self.nkv, "head_dim": self.hd,
              "vocab_size": self.V, "max_position_embeddings": 64, "rms_norm_eps": self.eps,
              "rope_theta": self.theta, "tie_word_embeddings": self.tied}
+        if self.scaling:
+            c["rope_scaling"] = self.scaling
         if self.arch == "llama":
             c.update(architectures=["LlamaForCausalLM"], model_type="llama")
         elif self.arch == "qwen2":
@@ -352,8 +379,8 @@ class TinyHf:
         if gemma and (l + 1) % 2 != 0:
             theta = 100.0  # a sliding layer: rope_local_base_freq
         n_rot = self.n_rot if q35 else hd
-        q = np.stack([[rope_half(q[i, j], i, theta, n_rot) for j in range(nh)] for i in range(T)])
-        k = np.stack([[rope_half(k[i, j], i, theta, n_rot) for j in range(nkv)] for i in range(T)])
+        q = np.stack([[rope_half(q[i, j], i, theta, n_rot, self.scaling) for j in range(nh)] for i in range(T)])
+        k = np.stack([[rope_half(k[i, j], i, theta, n_rot, self.scaling) for j in range(nkv)] for i in range(T)])
         scale = 24 ** -0.5 if gemma else hd ** -0.5
         out = np.zeros((T, nh * hd))
         for i in range(T):
