@@ -63,8 +63,11 @@ struct shard_set {
   shard_set() = default;
   shard_set(const shard_set&) = delete;
   shard_set& operator=(const shard_set&) = delete;
-  ~shard_set() {
+  ~shard_set() { close(); }
+  void close() {  // unmaps the files (the converted model no longer needs them)
     for (size_t i = 0; i < n; ++i) at(i)->~cv_st_file();
+    n = 0;
+    mem = cv_buf{};
   }
   cv_st_file* at(size_t i) const { return mem.as<cv_st_file>() + i; }
   cv_st_tensor* find(const char* name) const {
@@ -409,18 +412,18 @@ struct importer {
 
 cv_hf_opts cv_hf_defaults() { return cv_hf_opts{}; }
 
-ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
+namespace {
+
+// Everything but the writing: checks, the dry pass, the tokenizer, the conversion. The weight
+// files are unmapped at the end.
+ml_status build(const cv_hf_opts* o, importer* im, ml_error* err) {
   if (!o->dir) return ml_fail(err, ML_E_ARG, "hf: no model folder given");
-  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
   if (o->wtype != ML_DT_Q8 && o->wtype != ML_DT_Q4)
     return ml_fail(err, ML_E_ARG, "hf: wtype %u is not Q8 (2) or Q4 (3)", o->wtype);
   if (o->scale_type > ML_SCALE_F16) return ml_fail(err, ML_E_ARG, "hf: scale type %u is not f32 (0) or f16 (1)", o->scale_type);
   struct stat sd;
   if (stat(o->dir, &sd) != 0 || !S_ISDIR(sd.st_mode))
     return ml_fail(err, ML_E_ARG, "%s: not a folder (a Hugging Face model folder is expected)", o->dir);
-
-  importer imp;
-  importer* im = &imp;
   im->o = o;
   im->err = err;
 
@@ -443,5 +446,21 @@ ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
   ML_TRY(cv_attach_tokenizer(&im->m, o->dir, o->chat_template, err));
   im->dry = false;
   ML_TRY(im->run());
-  return cv_write(&im->m, o->out, err);
+  im->st.close();
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
+  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
+  importer im;
+  ML_TRY(build(o, &im, err));
+  return cv_write(&im.m, o->out, err);
+}
+
+ml_status cv_hf_memory(const cv_hf_opts* o, uint8_t** out, size_t* size, ml_error* err) {
+  importer im;
+  ML_TRY(build(o, &im, err));
+  return cv_write_memory(&im.m, out, size, err);
 }

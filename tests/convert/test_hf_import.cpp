@@ -779,6 +779,24 @@ TEST_CASE("hf import: generation_config.json goes into the model and its eos ids
   ml_tokenizer_free(t);
 }
 
+TEST_CASE("hf import: cv_hf_memory gives the bytes cv_hf writes", "[hf_import]") {
+  tmp_dir d;
+  model_dir m = tiny_llama("BF16");
+  m.write(d);
+  REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
+  cv_hf_opts o = cv_hf_defaults();
+  const std::string dir = d.p.string();
+  o.dir = dir.c_str();
+  uint8_t* bytes = nullptr;
+  size_t size = 0;
+  ml_error err;
+  REQUIRE(cv_hf_memory(&o, &bytes, &size, &err) == ML_OK);
+  CHECK(std::vector<uint8_t>(bytes, bytes + size) == slurp(d / "out.mlb"));
+  std::free(bytes);
+  fs::remove(d / "config.json");
+  CHECK(cv_hf_memory(&o, &bytes, &size, &err) == ML_E_IO);
+}
+
 TEST_CASE("hf import: a sharded checkpoint gives the same file as a single one", "[hf_import]") {
   tmp_dir d1, d2;
   model_dir m = tiny_llama();
