@@ -6,11 +6,11 @@
 // and the fields of its architecture only (no linear-attention fields outside Qwen3.5, no Gemma
 // fields outside Gemma 3). Seeds: fuzz/corpus/hf_config and the real configs in shared/data/hf
 // (run.py copies them).
+#include "convert/hf_config.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-
-#include "convert/hf_config.h"
 
 namespace {
 
@@ -38,8 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(ml_mlb_check_header(&h, &err) == ML_OK);
   check(h.rope_type == ML_ROPE_HALF);
   check(h.hidden_dim % 32 == 0 && h.hidden_dim >= h.hidden_dim_orig && h.hidden_dim - h.hidden_dim_orig < 32);
-  if (h.arch != ML_ARCH_QWEN35) check(h.linear_period == 0 && h.linear_k_heads == 0 && h.n_rot == 0);
-  else check(h.linear_period > 0 && h.linear_v_heads % h.linear_k_heads == 0 && h.n_rot > 0);
+  if (h.arch != ML_ARCH_QWEN35)
+    check(h.linear_period == 0 && h.linear_k_heads == 0 && h.n_rot == 0);
+  else
+    check(h.linear_period > 0 && h.linear_v_heads % h.linear_k_heads == 0 && h.n_rot > 0);
   if (h.arch != ML_ARCH_GEMMA3) check(h.embed_scale == 1.0f && h.activation == ML_ACT_SILU && h.attn_scale == 0.0f);
   if (h.arch != ML_ARCH_QWEN2) check((h.flags & ML_FLAG_QKV_BIAS) == 0);
   return 0;
