@@ -81,6 +81,9 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err);
 
 // Converts a Hugging Face folder (safetensors weights, config.json, tokenizer files).
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err);
+// The same conversion into memory (o->out unused), for a folder converted at load: the .mlb bytes
+// in one malloc'd buffer as cv_write_memory gives them (free with std::free).
+ml_status cv_hf_memory(const cv_hf_opts* o, uint8_t** out, size_t* size, ml_error* err);
 
 // --- memory ----------------------------------------------------------------------------------
 
