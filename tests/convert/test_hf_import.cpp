@@ -566,7 +566,7 @@ TEST_CASE("hf import: a tiny Llama (F32, untied) converts tensor for tensor", "[
   }
 }
 
-TEST_CASE("hf import: BF16 and F16 weights are widened exactly; a tied matrix stored as lm_head only", "[hf_import]") {
+TEST_CASE("hf import: BF16 and F16 weights are widened exactly, a tied matrix stored as lm_head only", "[hf_import]") {
   for (const char* dtype : {"BF16", "F16"}) {
     INFO(dtype);
     tmp_dir d;
