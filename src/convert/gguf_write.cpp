@@ -179,18 +179,21 @@ ml_status vocab_from_llama2c(const cv_model* m, vocab* v, ml_error* err) {
 }
 
 // Placeholder pieces for a model without a llama2.c tokenizer, laid out like Llama 2's: <unk>, <s>,
-// </s> (at the header's BOS/EOS ids), the 256 byte tokens "<0xHH>" at 3..258 (llama.cpp's SPM
+// </s> (at the header's BOS/EOS ids, anywhere outside the byte tokens: a real config's, e.g.
+// Qwen's 151643), the 256 byte tokens "<0xHH>" at 3..258 (llama.cpp's SPM
 // tokenizer falls back to them for any byte, and node-llama-cpp tokenizes text at load: without
 // them llama.cpp throws), "<tok_N>" after them.
 constexpr uint32_t PLACEHOLDER_MIN = 3 + 256;
 
 ml_status vocab_placeholder(const cv_model* m, vocab* v, ml_error* err) {
   const uint32_t n = m->h.vocab_size;
-  if (n < PLACEHOLDER_MIN || m->h.bos_id >= 3 || m->h.eos_id >= 3)
+  auto in_bytes = [](uint32_t id) { return id >= 3 && id < PLACEHOLDER_MIN; };
+  if (n < PLACEHOLDER_MIN || in_bytes(m->h.bos_id) || in_bytes(m->h.eos_id))
     return ml_fail(err, ML_E_ARG,
-                   "--gguf: without a llama2.c tokenizer the GGUF gets a placeholder vocabulary with 256 byte tokens, "
-                   "which needs --vocab >= %u and BOS/EOS below 3 (the model has %u, %u/%u); give --tokenizer",
-                   PLACEHOLDER_MIN, n, m->h.bos_id, m->h.eos_id);
+                   "--gguf: without a llama2.c tokenizer the GGUF gets a placeholder vocabulary with 256 byte tokens "
+                   "at ids 3..%u, which needs --vocab >= %u and BOS/EOS outside them (the model has %u, %u/%u); give "
+                   "--tokenizer",
+                   PLACEHOLDER_MIN - 1, PLACEHOLDER_MIN, n, m->h.bos_id, m->h.eos_id);
   size_t bytes;
   if (!ml_mul(n, PIECE_MAX, &bytes)) return ml_fail(err, ML_E_NOMEM, "--gguf: the vocabulary of %u tokens overflows", n);
   ML_TRY(vocab_alloc(v, n, bytes, err));
@@ -201,6 +204,7 @@ ml_status vocab_placeholder(const cv_model* m, vocab* v, ml_error* err) {
     if (i == m->h.bos_id) k = std::snprintf(tmp, sizeof tmp, "<s>");
     else if (i == m->h.eos_id) k = std::snprintf(tmp, sizeof tmp, "</s>");
     else if (i == 0) type = TT_UNKNOWN, k = std::snprintf(tmp, sizeof tmp, "<unk>");
+    else if (i < 3) k = std::snprintf(tmp, sizeof tmp, "<ctl_%u>", i);  // BOS/EOS live elsewhere
     else if (i < PLACEHOLDER_MIN) type = TT_BYTE, k = std::snprintf(tmp, sizeof tmp, "<0x%02X>", i - 3);
     else type = TT_NORMAL, k = std::snprintf(tmp, sizeof tmp, "<tok_%u>", i);
     v->type.as<int32_t>()[i] = type;
