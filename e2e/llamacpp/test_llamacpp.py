@@ -6,7 +6,9 @@ one `ml_convert random ... -o M.mlb --gguf M.gguf` writes both files; then on th
 llama.cpp generates 32 tokens greedily and returns its raw logits after every fed token, and
 krafla's logits on prompt + llama.cpp's tokens (`ml_run --dump-logits --kv f16`; f16 is
 llama.cpp's cache type) are compared row by row with tools/compare_logits.py's metrics:
-  - KL(llama.cpp || krafla) <= KL_MAX (2e-4) and >= 4 of the top 5 at every row,
+  - KL(llama.cpp || krafla) <= KL_MAX (1e-3) and >= 4 of the top 5 at every row (measured: at most
+    2.4e-5 for Llama, 2.1e-4 for Qwen3, 5.5e-4 for Gemma 3, whose q/k norms and post-norms amplify
+    the engines' rounding differences),
   - the same argmax at every row where llama.cpp's top two logits are at least TIE_GAP (0.01)
     apart. The two engines differ by ~0.01 in a logit (~0.5% of the largest: llama.cpp rounds
     activations and attention to its own Q8_0/f16 steps), and random models' logits are O(1)
@@ -16,8 +18,11 @@ such a near tie is used, and there krafla's own greedy run (`ml_run --tokens P -
 must print exactly the text of llama.cpp's 32 ids (`ml_tok decode`) and agree on every argmax.
 Mutations of the GGUF file (gate/up swapped, q/k rows in the rotate-half layout, a norm offset by
 +1) must each fail that comparison: the test shows it catches the mistakes it is there for.
-The real llama-2-tiny-random.gguf: llama.cpp's greedy tokens are checked to be stable here; krafla
-runs it through `ml_convert gguf` when that subcommand exists (skipped otherwise).
+Architectures (class Archs): qwen2, qwen3, gemma3 and a Llama in Hugging Face's rotate-half
+layout (SmolLM2), from their real config.json files (`ml_convert random --config`, shortened), under
+the same criterion. Roundtrip: `ml_convert gguf` of each written GGUF gives back the .mlb's logits
+bit for bit. The real llama-2-tiny-random.gguf (F16, 32000 tokens) through `ml_convert gguf`:
+krafla's greedy tokens and logits against llama.cpp's on the file itself.
 
   test_llamacpp.py --bin BUILD/bin --shared SHARED --work DIR [--node node] [-k NAME]
 Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed
@@ -43,7 +48,7 @@ np = cl.np
 ENV = None
 NODE = "node"
 DRIVER = os.path.join(HERE, "llamacpp_run.mjs")
-KL_MAX = 2e-4
+KL_MAX = 1e-3
 TIE_GAP = 0.01
 N_GEN = 32
 VOCAB = 512
@@ -63,10 +68,28 @@ def prompt_ids(seed=5, n=12):
     return [1] + [r.randrange(3, VOCAB) for _ in range(n)]
 
 
+# Architectures from the real config.json files (../shared/data/hf), shortened: name -> (folder,
+# options overriding the config's shape). Gemma 3 keeps head_dim 256, where llama.cpp's attention
+# scale 1/sqrt(head_dim) equals the config's query_pre_attn_scalar^-1/2, and 6 layers, so that its
+# sliding-window pattern (5 sliding, 1 global) is there.
+ARCHS = {
+    "qwen2": ("qwen2.5-0.5b-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 32"),
+    "qwen3": ("qwen3-0.6b", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 64"),
+    "gemma3": ("gemma-3-1b-it", "--dim 128 --hidden 256 --layers 6 --heads 2 --kv-heads 1 --head-dim 256"),
+    "llama_smollm2": ("smollm2-135m-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2"),
+    # Llama 3.2: its llama3 RoPE scaling goes into the GGUF as a rope_freqs.weight tensor.
+    "llama32": ("llama-3.2-1b-instruct", "--dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 32"),
+}
+for _name, (_dir, _args) in ARCHS.items():
+    SHAPES[_name] = ["--config", "%CONFIG%/" + _dir + "/config.json"] + _args.split() + ["--seed", "1"]
+SHAPES["gqa2_half"] = SHAPES["gqa2"] + ["--rope-type", "half"]
+
+
 def make_pair(name, shape, wtype):
     base = ENV.path("%s_%s" % (name, wtype))
     mlb, gguf = base + ".mlb", base + ".gguf"
-    h.run([ENV.exe("ml_convert"), "random"] + SHAPES[shape] +
+    args = [a.replace("%CONFIG%", ENV.shared_path("data/hf")) for a in SHAPES[shape]]
+    h.run([ENV.exe("ml_convert"), "random"] + args +
           ["--vocab", VOCAB, "--max-seq", 256, "--wtype", wtype, "--scales", "f16",
            "--tokenizer", ENV.shared_path("models/tok512.bin"), "-o", mlb, "--gguf", gguf])
     return mlb, gguf
@@ -91,7 +114,7 @@ def near_ties(rows):
     return (top2[:, 1] - top2[:, 0]) < TIE_GAP
 
 
-def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None):
+def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None, vocab=VOCAB):
     """Runs both (llama.cpp unless lc, its result, is given); returns (passed, summary, llama.cpp's
     result, near-tie rows)."""
     lc = lc or llamacpp(gguf, ids)
@@ -99,7 +122,7 @@ def compare_with_llamacpp(mlb, gguf, ids, tag, lc=None):
     b = np.array(lc["logits"], dtype=np.float64)
     fed = ids + gen[:-1]
     got = h.dump_logits(ENV, mlb, fed, ENV.path(tag + "_krafla.f32"), ["--kv", "f16"])
-    a = cl.load(got, VOCAB)
+    a = cl.load(got, vocab)
     if a.shape != b.shape or not np.isfinite(a).all():
         return False, "shapes %s %s or non-finite logits" % (a.shape, b.shape), lc, None
     rel, same_arg, top, kl, _ = cl.compare(a, b)
@@ -196,7 +219,7 @@ def mutate(src, dst, kind, head_dim):
 
 
 class RandomLlama(unittest.TestCase):
-    def check(self, shape, wtype):
+    def check(self, shape, wtype, diverse=True):
         mlb, gguf = make_pair(shape, shape, wtype)
         tag = "%s_%s" % (shape, wtype)
         # The logits on a fixed prompt, near ties and all.
@@ -216,7 +239,8 @@ class RandomLlama(unittest.TestCase):
         gen = lc["tokens"]
         print("%s: prompt seed %d, llama.cpp greedy %s\n  logits: %s" % (tag, seed, gen, line))
         self.assertTrue(ok and "argmax_agree=%d/" % (len(ids) + N_GEN - 1) in line, line)
-        self.assertGreater(len(set(gen)), 4, "a degenerate continuation tests little: %s" % gen)
+        if diverse:  # (a random tied embedding tends to repeat a token; the logits are compared anyway)
+            self.assertGreater(len(set(gen)), 4, "a degenerate continuation tests little: %s" % gen)
         # krafla's own greedy run prints the prompt's and the continuation's pieces.
         text = h.generate(ENV, mlb, ["--tokens", " ".join(map(str, ids)), "-n", N_GEN, "--temp", "0", "--kv", "f16"])
         want = h.run([ENV.exe("ml_tok"), mlb, "decode"], stdin=" ".join(map(str, ids + gen)))[1]
@@ -229,6 +253,31 @@ class RandomLlama(unittest.TestCase):
     def test_gqa4_q4(self): self.check("gqa4", "q4")
     def test_mqa_hd32_q8(self): self.check("mqa_hd32", "q8")
     def test_mqa_hd32_q4(self): self.check("mqa_hd32", "q4")
+    # Hugging Face's rotate-half layout: the GGUF gets q/k rows reordered into llama.cpp's pairs.
+    def test_gqa2_half_q8(self): self.check("gqa2_half", "q8")
+
+
+class Archs(RandomLlama):
+    """Every architecture llama.cpp v0.5.0 runs and the writer writes, from its real config.json
+    (all five configs tie the classifier to the embedding). Not here: Qwen3.5 (llama.cpp's qwen35
+    exists; the writer does not write it yet). Gemma 3's sliding window (512) is longer than these
+    runs."""
+
+    def check(self, shape, wtype):
+        RandomLlama.check(self, shape, wtype, diverse=False)
+
+    def test_gqa2_q8(self): pass  # (the Llama shapes run in RandomLlama)
+    test_gqa2_q4 = test_gqa4_q8 = test_gqa4_q4 = test_mqa_hd32_q8 = test_mqa_hd32_q4 = test_gqa2_half_q8 = test_gqa2_q8
+
+    def test_qwen2_q8(self): self.check("qwen2", "q8")
+    def test_qwen2_q4(self): self.check("qwen2", "q4")
+    def test_qwen3_q8(self): self.check("qwen3", "q8")
+    def test_qwen3_q4(self): self.check("qwen3", "q4")
+    def test_gemma3_q8(self): self.check("gemma3", "q8")
+    def test_gemma3_q4(self): self.check("gemma3", "q4")
+    def test_llama_smollm2_q8(self): self.check("llama_smollm2", "q8")
+    def test_llama32_q8(self): self.check("llama32", "q8")
+    def test_llama32_q4(self): self.check("llama32", "q4")
 
 
 class Mutations(unittest.TestCase):
@@ -262,7 +311,6 @@ class Refusals(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
     def test_f32_scales(self): self.expect([], "--scales f16")
-    def test_rope_half(self): self.expect(["--scales", "f16", "--rope-type", "half"], "--rope-type interleaved")
 
 
 class RealGguf(unittest.TestCase):
@@ -285,6 +333,40 @@ class RealGguf(unittest.TestCase):
         until = a[:stop[0]] if stop else a
         want = h.run([ENV.exe("ml_tok"), mlb, "decode"], stdin=" ".join(map(str, ids + until)))[1]
         self.assertEqual(text.rstrip("\n"), want.rstrip("\n"))
+        self.assertEqual(len(until), N_GEN)
+        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, ids, "llama2_tiny_random", vocab=32000)
+        print("logits:", line)
+        self.assertTrue(ok, line)
+
+
+class Roundtrip(unittest.TestCase):
+    """The writer against the other side's reader: `ml_convert gguf` of a `--gguf` file gives back the
+    model, so its logits are bit-identical to the .mlb's (Q8_0/Q4_0 copied both ways); a Llama from a
+    Hugging Face config comes back in the interleaved layout (q/k reordered), equal up to float
+    summation order."""
+
+    def check(self, shape, wtype, exact=True):
+        rc, out, _ = h.run([ENV.exe("ml_convert"), "--help"], check=False)
+        if " gguf" not in out:
+            self.skipTest("ml_convert has no gguf subcommand yet")
+        mlb, gguf = make_pair(shape, shape, wtype)
+        back = ENV.path("%s_%s_back.mlb" % (shape, wtype))
+        h.run([ENV.exe("ml_convert"), "gguf", gguf, "-o", back])
+        ids = prompt_ids(seed=1000)
+        a = cl.load(h.dump_logits(ENV, mlb, ids, ENV.path("rt_a.f32")), VOCAB)
+        b = cl.load(h.dump_logits(ENV, back, ids, ENV.path("rt_b.f32")), VOCAB)
+        if exact:
+            self.assertTrue((a == b).all(), "max |a-b| %g" % np.abs(a - b).max())
+        else:
+            rel = cl.compare(b, a)[0]
+            self.assertLess(rel.max(), 1e-5)
+
+    def test_llama_q8(self): self.check("gqa2", "q8")
+    def test_llama_q4(self): self.check("gqa2", "q4")
+    def test_qwen2_q8(self): self.check("qwen2", "q8")
+    def test_qwen3_q4(self): self.check("qwen3", "q4")
+    def test_gemma3_q8(self): self.check("gemma3", "q8")
+    def test_llama_half_q8(self): self.check("llama_smollm2", "q8", exact=False)
 
 
 class Stories260K(unittest.TestCase):
@@ -311,7 +393,7 @@ def main():
         sys.exit(0)
     h.skip_if_cpu_lacks_isa(ENV)
     suite = unittest.TestSuite()
-    for cls in (Stories260K, RandomLlama, Refusals, Mutations, RealGguf):
+    for cls in (Stories260K, RandomLlama, Archs, Refusals, Mutations, RealGguf, Roundtrip):
         for t in unittest.defaultTestLoader.loadTestsFromTestCase(cls):
             if a.pattern is None or a.pattern in t.id():
                 suite.addTest(t)

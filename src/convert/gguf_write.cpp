@@ -31,17 +31,19 @@ struct arch_desc {
   bool embed_sqrt_dim;      // llama.cpp multiplies the embedding by sqrt(dim) itself (gemma3)
   bool sliding;             // attention.sliding_window (+ pattern, rope.freq_base_swa)
   bool softcap;             // final_logit_softcapping
+  bool rope_freqs;          // llama3 RoPE scaling through a rope_freqs.weight tensor (llama.cpp's llama)
+  bool rope_linear;         // linear RoPE scaling through rope.scaling.factor
 };
 
 constexpr uint32_t QK_NORM = ML_FLAG_QK_NORM, POST = ML_FLAG_POST_NORMS;
 constexpr arch_desc ARCHS[] = {
-    {ML_ARCH_LLAMA, "llama", ML_ROPE_INTERLEAVED, 0, 0, ML_ACT_SILU, true, false, false, false},
-    {ML_ARCH_QWEN2, "qwen2", ML_ROPE_HALF, 0, ML_FLAG_QKV_BIAS, ML_ACT_SILU, false, false, false, false},
-    {ML_ARCH_QWEN3, "qwen3", ML_ROPE_HALF, QK_NORM, QK_NORM, ML_ACT_SILU, true, false, false, false},
-    {ML_ARCH_GEMMA3, "gemma3", ML_ROPE_HALF, QK_NORM | POST, QK_NORM | POST, ML_ACT_GELU_TANH, true, true, true, true},
+    {ML_ARCH_LLAMA, "llama", ML_ROPE_INTERLEAVED, 0, 0, ML_ACT_SILU, true, false, false, false, true, true},
+    {ML_ARCH_QWEN2, "qwen2", ML_ROPE_HALF, 0, ML_FLAG_QKV_BIAS, ML_ACT_SILU, false, false, false, false, false, true},
+    {ML_ARCH_QWEN3, "qwen3", ML_ROPE_HALF, QK_NORM, QK_NORM, ML_ACT_SILU, true, false, false, false, false, true},
+    // (Gemma 3's linear scaling applies to its global layers only: not written yet.)
+    {ML_ARCH_GEMMA3, "gemma3", ML_ROPE_HALF, QK_NORM | POST, QK_NORM | POST, ML_ACT_GELU_TANH, true, true, true, true,
+     false, false},
 };
-
-const char* rope_name(uint32_t t) { return t == ML_ROPE_HALF ? "half" : "interleaved"; }
 
 ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* err) {
   const arch_desc* a = nullptr;
@@ -55,10 +57,8 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   if (h.scale_type != ML_SCALE_F16)
     return ml_fail(err, ML_E_ARG,
                    "--gguf: GGUF's Q8_0/Q4_0 blocks hold f16 scales; write the model with --scales f16 (it has f32)");
-  if (h.rope_type != a->rope_type)
-    return ml_fail(err, ML_E_ARG,
-                   "--gguf: llama.cpp's %s rotates %s pairs, the model's rope_type is %s: write it with --rope-type %s",
-                   a->name, rope_name(a->rope_type), rope_name(h.rope_type), rope_name(a->rope_type));
+  if (h.rope_type != ML_ROPE_INTERLEAVED && h.rope_type != ML_ROPE_HALF)
+    return ml_fail(err, ML_E_ARG, "--gguf: rope_type %u is not interleaved (0) or half (1)", h.rope_type);
   const uint32_t flags = h.flags & ~(uint32_t)ML_FLAG_TIED_CLASSIFIER;
   if ((flags & ~a->flags_allowed) != 0 || (flags & a->flags_required) != a->flags_required)
     return ml_fail(err, ML_E_ARG, "--gguf: header flags 0x%x: llama.cpp's %s needs 0x%x and computes at most 0x%x",
@@ -66,8 +66,12 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   if (h.activation != a->activation)
     return ml_fail(err, ML_E_ARG, "--gguf: activation %u is not the one llama.cpp's %s uses (%u)", h.activation, a->name,
                    a->activation);
-  if (h.rope_scaling != ML_ROPE_SCALING_NONE)
-    return ml_fail(err, ML_E_ARG, "--gguf: RoPE scaling %u is not written as GGUF yet", h.rope_scaling);
+  const bool scaling_ok = h.rope_scaling == ML_ROPE_SCALING_NONE ||
+                          (h.rope_scaling == ML_ROPE_SCALING_LLAMA3 && a->rope_freqs) ||
+                          (h.rope_scaling == ML_ROPE_SCALING_LINEAR && a->rope_linear);
+  if (!scaling_ok)
+    return ml_fail(err, ML_E_ARG, "--gguf: RoPE scaling %u is not written as GGUF for llama.cpp's %s", h.rope_scaling,
+                   a->name);
   if (h.n_rot != 0 && h.n_rot != h.head_dim)
     return ml_fail(err, ML_E_ARG, "--gguf: partial rotary (n_rot %u of head_dim %u) is not written as GGUF yet", h.n_rot,
                    h.head_dim);
@@ -245,6 +249,31 @@ ml_status vocab_unique(vocab* v, uint32_t n, ml_error* err) {
   return ML_OK;
 }
 
+// --- llama3 RoPE scaling ------------------------------------------------------------------------
+
+// llama.cpp divides RoPE frequency i by rope_freqs[i]; these are the factors of Llama 3's scaling
+// (the formula of llama.cpp's converter, LlamaModel.generate_extra_tensors): 1 for wavelengths
+// shorter than orig_ctx / high_freq_factor, factor for those longer than orig_ctx /
+// low_freq_factor, and 1 / ((1 - s) / factor + s) between, s interpolating.
+constexpr uint32_t ROPE_FREQS_MAX = ML_LIMIT_HEAD_DIM / 2;
+
+void llama3_factors(const ml_mlb_header& h, float* out, uint32_t n) {
+  const double pi = 3.14159265358979323846, rot = (double)(h.n_rot ? h.n_rot : h.head_dim);
+  const double orig = h.rope_orig_max_seq, lo = h.rope_low_freq_factor, hi = h.rope_high_freq_factor;
+  const double low_wavelen = orig / lo, high_wavelen = orig / hi, factor = h.rope_factor;
+  for (uint32_t i = 0; i < n; ++i) {
+    const double wavelen = 2 * pi / std::pow((double)h.rope_theta, -2.0 * i / rot);
+    double f = 1;
+    if (wavelen > low_wavelen) {
+      f = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (orig / wavelen - lo) / (hi - lo);
+      f = 1 / ((1 - smooth) / factor + smooth);
+    }
+    out[i] = (float)f;
+  }
+}
+
 // --- the file ------------------------------------------------------------------------------------
 
 // A sink that either counts bytes (f null) or writes them.
@@ -322,6 +351,10 @@ void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, co
   w->f32("rope.freq_base", h.rope_theta);
   w->u32("rope.dimension_count", h.n_rot ? h.n_rot : h.head_dim);
   w->u32("vocab_size", h.vocab_size);
+  if (h.rope_scaling == ML_ROPE_SCALING_LINEAR) {
+    w->akey("rope.scaling.type", GGUF_V_STRING), o->str("linear");
+    w->f32("rope.scaling.factor", h.rope_factor);
+  }
   if (a.sliding && h.sliding_window != 0) {
     w->u32("attention.sliding_window", h.sliding_window);
     w->u32("attention.sliding_window_pattern", h.sliding_pattern);
@@ -370,8 +403,9 @@ uint64_t gguf_bytes(const ml_mlb_tensor& t) {
 
 uint64_t align_up(uint64_t v) { return (v + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT; }
 
-// The tensor infos; returns the data section's size through *data_size.
-void write_infos(sink* o, const cv_model* m, uint64_t* data_size) {
+// The tensor infos (the model's, then rope_freqs.weight when n_freqs > 0); returns the data
+// section's size through *data_size.
+void write_infos(sink* o, const cv_model* m, uint32_t n_freqs, uint64_t* data_size) {
   uint64_t off = 0;
   char name[ML_MLB_NAME_MAX + 16];
   for (size_t i = 0; i < m->n_tensors; ++i) {
@@ -387,18 +421,54 @@ void write_infos(sink* o, const cv_model* m, uint64_t* data_size) {
     o->u64(off);
     off = align_up(off + gguf_bytes(t));
   }
+  if (n_freqs > 0) {
+    o->str("rope_freqs.weight");
+    o->u32(1), o->u64(n_freqs);
+    o->u32(GGUF_T_F32);
+    o->u64(off);
+    off = align_up(off + (uint64_t)n_freqs * 4);
+  }
   *data_size = off;
 }
 
-// One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales.
-void write_data(sink* o, const cv_tensor& e) {
+// RoPE's pair layout. When the model's (krafla's rope_type) is not the one llama.cpp rotates for the
+// architecture, the q and k outputs are reordered within each head, as llama.cpp's converter does
+// for Llama: the outputs feeding RoPE are attn_q/attn_k's rows, their biases' elements and the q/k
+// norms' weights (the norm is applied per head before RoPE, so it moves with its element).
+// hd: the head width (n_rot == head_dim: check_header). Returns the model's index of GGUF index g.
+size_t rope_source(size_t g, size_t hd, bool to_interleaved) {
+  const size_t head = g / hd, k = g % hd, half = hd / 2;
+  if (to_interleaved)  // GGUF element 2i+j of a head is the model's element j*hd/2 + i
+    return head * hd + (k % 2) * half + k / 2;
+  return head * hd + (k < half ? 2 * k : 2 * (k - half) + 1);  // GGUF element j*hd/2 + i <- 2i+j
+}
+
+bool feeds_rope(const char* name) {
+  static const char* const SUFFIXES[] = {"attn_q", "attn_k", "attn_q.bias", "attn_k.bias", "attn_q_norm", "attn_k_norm"};
+  const char* dot = std::strncmp(name, "blk.", 4) == 0 ? std::strchr(name + 4, '.') : nullptr;
+  if (!dot) return false;
+  for (const char* s : SUFFIXES)
+    if (std::strcmp(dot + 1, s) == 0) return true;
+  return false;
+}
+
+// One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales. perm:
+// reorder the q/k outputs (rows of a matrix, elements of a 1 x n vector) within heads of hd.
+void write_data(sink* o, const cv_tensor& e, bool perm, size_t hd, bool to_interleaved) {
   const ml_mlb_tensor& t = e.t;
   if (t.type != ML_DT_Q8 && t.type != ML_DT_Q4) {
-    o->put(e.data, (size_t)gguf_bytes(t));
+    if (!perm) {
+      o->put(e.data, (size_t)gguf_bytes(t));
+      return;
+    }
+    const size_t es = t.type == ML_DT_F16 ? 2 : 4;  // 1 x n: permute elements; n x m: rows
+    const size_t n = t.rows == 1 ? t.cols : t.rows, unit = t.rows == 1 ? es : es * t.cols;
+    for (size_t g = 0; g < n; ++g) o->put(e.data + rope_source(g, hd, to_interleaved) * unit, unit);
     return;
   }
   const size_t nb = t.cols / 32, qbytes = t.type == ML_DT_Q8 ? 32 : 16;
-  for (size_t r = 0; r < t.rows; ++r) {
+  for (size_t g = 0; g < t.rows; ++g) {
+    const size_t r = perm ? rope_source(g, hd, to_interleaved) : g;
     for (size_t b = 0; b < nb; ++b) {
       const size_t blk = r * nb + b;
       o->put(e.scales + blk * 2, 2);
@@ -420,6 +490,7 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
     if ((t.type == ML_DT_Q8 || t.type == ML_DT_Q4) && t.scale_type != ML_SCALE_F16)
       return ml_fail(err, ML_E_ARG, "--gguf: tensor %s has f32 scales; write the model with --scales f16", t.name);
   }
+  const bool permute = m->h.rope_type != a->rope_type;
   vocab v;
   if (m->has_tokenizer && m->tokenizer_kind == 1) ML_TRY(vocab_from_llama2c(m, &v, err));
   else ML_TRY(vocab_placeholder(m, &v, err));
@@ -430,7 +501,11 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   kv_writer kc{&count, a->name};
   write_metadata(&kc, m->h, *a, v);
   uint64_t data_size = 0;
-  write_infos(&count, m, &data_size);
+  float freqs[ROPE_FREQS_MAX];
+  const uint32_t n_freqs = m->h.rope_scaling == ML_ROPE_SCALING_LLAMA3 ? (m->h.n_rot ? m->h.n_rot : m->h.head_dim) / 2 : 0;
+  if (n_freqs > ROPE_FREQS_MAX) return ml_fail(err, ML_E_ARG, "--gguf: head_dim %u is too large", m->h.head_dim);
+  llama3_factors(m->h, freqs, n_freqs);
+  write_infos(&count, m, n_freqs, &data_size);
   const uint64_t data_start = align_up(24 + count.pos);
 
   ml_out_file* f = new (std::nothrow) ml_out_file;
@@ -443,16 +518,19 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   sink o{f, 0, err};
   o.u32(GGUF_MAGIC);
   o.u32(GGUF_VERSION);
-  o.u64(m->n_tensors);
+  o.u64(m->n_tensors + (n_freqs > 0 ? 1 : 0));
   o.u64(kc.count);
   kv_writer kw{&o, a->name};
   write_metadata(&kw, m->h, *a, v);
-  write_infos(&o, m, &data_size);
+  write_infos(&o, m, n_freqs, &data_size);
   o.zeros_to(data_start);
   for (size_t i = 0; i < m->n_tensors && o.s == ML_OK; ++i) {
-    write_data(&o, m->tensors[i]);
+    write_data(&o, m->tensors[i], permute && feeds_rope(m->tensors[i].t.name), m->h.head_dim,
+               a->rope_type == ML_ROPE_INTERLEAVED);
     o.zeros_to(align_up(o.pos - data_start) + data_start);
   }
+  for (uint32_t i = 0; i < n_freqs && o.s == ML_OK; ++i) o.f32(freqs[i]);
+  if (n_freqs > 0) o.zeros_to(align_up(o.pos - data_start) + data_start);
   s = o.s;
   if (s == ML_OK && o.pos != data_start + data_size)
     s = ml_fail(err, ML_E_IO, "cannot write %s: wrote %llu bytes, the layout says %llu", path, (unsigned long long)o.pos,

@@ -14,13 +14,17 @@
 //   - every tensor under llama.cpp's name (tok_embd -> token_embd.weight, X -> X.weight, a
 //     ".bias" kept), dims ne[0] = cols, ne[1] = rows (1 x n -> one dim), Q8 -> Q8_0 and Q4 ->
 //     Q4_0 with the f16 scale put back in front of each block (the same bits: no requantization),
-//     F32/F16 as they are.
+//     F32/F16 as they are,
+//   - RoPE: llama.cpp rotates interleaved pairs for llama and NEOX (krafla's "half") pairs for
+//     qwen2/qwen3/gemma3. A model in the other layout (a Llama from a Hugging Face config is
+//     "half") gets its q/k outputs reordered within each head -- attn_q/attn_k rows, their biases,
+//     the q/k norm weights -- as llama.cpp's own converter permutes Llama's q/k (whole rows: still
+//     no requantization).
 // Refused with ML_E_ARG and a message saying what to change: f32 block scales (GGUF's Q8_0/Q4_0
-// hold f16: write with --scales f16), a rope_type other than the one llama.cpp uses for the
-// architecture (llama: interleaved pairs; qwen2/qwen3/gemma3: NEOX, krafla's "half"), header
-// features llama.cpp's graph for that architecture would not compute (flags, activation, RoPE
-// scaling, n_rot, an attention scale or embedding scale other than its own), and qwen3.5 (not
-// written yet). The file goes through core/out_file.h (a temporary file renamed into place).
+// hold f16: write with --scales f16), header features llama.cpp's graph for that architecture
+// would not compute (flags, activation, RoPE scaling, partial rotary, an attention scale or
+// embedding scale other than its own), and qwen3.5 (not written yet). The file goes through
+// core/out_file.h (a temporary file renamed into place).
 #pragma once
 #include "convert/convert.h"
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -161,11 +162,16 @@ std::string gguf_name_of(const std::string& n) {
 }  // namespace
 
 TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.cpp's name and dims", "[gguf]") {
-  for (uint32_t wtype : {ML_DT_Q8, ML_DT_Q4}) {
+  // Q8 and Q4; interleaved RoPE as is, and rotate-half (Hugging Face's) with q/k's rows reordered
+  // per head into llama.cpp's interleaved pairs: GGUF row h*hd + 2i + j is the .mlb's h*hd + j*hd/2 + i.
+  for (const auto& [wtype, rope] : {std::pair{ML_DT_Q8, ML_ROPE_INTERLEAVED}, std::pair{ML_DT_Q4, ML_ROPE_INTERLEAVED},
+                                    std::pair{ML_DT_Q8, ML_ROPE_HALF}, std::pair{ML_DT_Q4, ML_ROPE_HALF}}) {
+    INFO("wtype " << wtype << " rope " << rope);
     tmp_dir t;
     const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
     cv_random_opts o = shape(mlb, gg);
     o.wtype = wtype;
+    o.rope_type = rope;
     ml_error err;
     REQUIRE(cv_random(&o, &err) == ML_OK);
     const std::vector<uint8_t> gd = slurp(gg), md = slurp(mlb);
@@ -192,10 +198,15 @@ TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.
       const size_t qb = wtype == ML_DT_Q8 ? 32 : 16, nb = (size_t)mt.rows * mt.cols / 32;
       REQUIRE(gt.offset + nb * (2 + qb) <= gd.size());
       const uint8_t* sc = md.data() + mt.scale_offset;
+      const bool qk = name.find("attn_q.") != std::string::npos || name.find("attn_k.") != std::string::npos;
+      const size_t hd = 16, bpr = mt.cols / 32;  // head_dim 64/4, blocks per row
       size_t bad = 0;
       for (size_t b = 0; b < nb; ++b) {
+        size_t row = b / bpr;
+        if (qk && rope == ML_ROPE_HALF) row = row / hd * hd + (row % hd % 2) * (hd / 2) + row % hd / 2;
+        const size_t src = row * bpr + b % bpr;
         const uint8_t* blk = gd.data() + gt.offset + b * (2 + qb);
-        bad += std::memcmp(blk, sc + 2 * b, 2) != 0 || std::memcmp(blk + 2, q + qb * b, qb) != 0;
+        bad += std::memcmp(blk, sc + 2 * src, 2) != 0 || std::memcmp(blk + 2, q + qb * src, qb) != 0;
       }
       CHECK(bad == 0);
     }
@@ -304,7 +315,6 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   };
   const bad cases[] = {
       {"f32 scales", [](cv_random_opts* o) { o->scale_type = ML_SCALE_F32; }, "--scales f16"},
-      {"rotate-half RoPE", [](cv_random_opts* o) { o->rope_type = ML_ROPE_HALF; }, "--rope-type interleaved"},
       {"placeholder vocabulary too small", [](cv_random_opts* o) { o->vocab = 258; }, "--vocab >= 259"},
   };
   for (const bad& b : cases) {
@@ -321,4 +331,48 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
   ml_error err;
   CHECK(cv_random(&o, &err) == ML_E_ARG);
   CHECK(std::strstr(err.msg, "same file") != nullptr);
+}
+
+TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging Face's frequencies over ours", "[gguf]") {
+  tmp_dir t;
+  const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
+  ml_mlb_header c;  // Llama 3.2's scaling on a small shape (head_dim 32: high, medium and low bands)
+  c.arch = ML_ARCH_LLAMA;
+  c.rope_type = ML_ROPE_HALF;
+  c.rope_theta = 500000.0f;
+  c.rope_scaling = ML_ROPE_SCALING_LLAMA3;
+  c.rope_factor = 32.0f, c.rope_low_freq_factor = 1.0f, c.rope_high_freq_factor = 4.0f, c.rope_orig_max_seq = 8192;
+  c.dim = 128, c.hidden_dim = 256, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 32;
+  c.vocab_size = 512, c.max_seq = 64, c.norm_eps = 1e-5f, c.bos_id = 1, c.eos_id = 2;
+  cv_random_opts o = shape(mlb, gg);
+  o.dim = o.hidden = o.layers = o.heads = o.kv_heads = o.head_dim = 0;
+  o.config = &c;
+  ml_error err;
+  REQUIRE(cv_random(&o, &err) == ML_OK);
+  const std::vector<uint8_t> gd = slurp(gg);
+  const gguf_file g = parse_gguf(gd);
+  REQUIRE(g.tensors.count("rope_freqs.weight") == 1);
+  const gguf_file::tensor& rf = g.tensors.at("rope_freqs.weight");
+  CHECK(rf.type == 0);
+  REQUIRE(rf.dims == std::vector<uint64_t>{16});
+  // transformers' _compute_llama3_parameters: inv_freq_llama from inv_freq; llama.cpp divides
+  // each frequency by rope_freqs, so rope_freqs = inv_freq / inv_freq_llama.
+  int bands[3] = {0, 0, 0};
+  for (int i = 0; i < 16; ++i) {
+    const double inv_freq = 1.0 / std::pow(500000.0, (2.0 * i) / 32.0);
+    const double wavelen = 2 * M_PI / inv_freq, low_wl = 8192 / 1.0, high_wl = 8192 / 4.0;
+    double llama = wavelen > low_wl ? inv_freq / 32.0 : inv_freq;
+    if (!(wavelen < high_wl) && !(wavelen > low_wl)) {
+      const double smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0);
+      llama = (1 - smooth) * llama / 32.0 + smooth * llama;
+    }
+    bands[wavelen < high_wl ? 0 : wavelen > low_wl ? 2 : 1]++;
+    float got;
+    std::memcpy(&got, gd.data() + rf.offset + 4 * i, 4);
+    INFO("i " << i);
+    CHECK(got == Approx(inv_freq / llama).epsilon(1e-6));
+  }
+  CHECK(bands[0] > 0);
+  CHECK(bands[1] > 0);
+  CHECK(bands[2] > 0);
 }
