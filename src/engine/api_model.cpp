@@ -80,21 +80,24 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
   ML_TRY(check_tokens(e, n, get, err));
   const ml_model* m = e->model;
   const size_t V = (size_t)m->cfg.vocab_size, B = (size_t)e->p.max_batch;
-  for (size_t i0 = 0; i0 < n; i0 += B) {
-    const int len = (int)(n - i0 < B ? n - i0 : B);
-    for (int t = 0; t < len; ++t) {
+  // A step takes up to B tokens, of which at most logit_rows ask for logits.
+  for (size_t i0 = 0, len = 0; i0 < n; i0 += len) {
+    len = 0;
+    for (int rows = 0; len < B && i0 + len < n; ++len) {
       ml_session* s;
       int32_t id;
       bool logits;
-      get(i0 + t, &s, &id, &logits);
-      e->step_tokens[t] = id;
-      e->step_sessions[t] = s;
-      e->step_pos[t] = s->n_past;
-      e->step_logits[t] = logits ? 1 : 0;
+      get(i0 + len, &s, &id, &logits);
+      if (logits && rows == e->logit_rows) break;
+      rows += logits ? 1 : 0;
+      e->step_tokens[len] = id;
+      e->step_sessions[len] = s;
+      e->step_pos[len] = s->n_past;
+      e->step_logits[len] = logits ? 1 : 0;
       s->tokens[s->n_past++] = id;
     }
     ml_batch b;
-    b.n = len;
+    b.n = (int)len;
     b.tokens = e->step_tokens;
     b.sessions = e->step_sessions;
     b.pos = e->step_pos;
@@ -102,7 +105,7 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
     ml_forward(m, e, &b);
     bool stop = false;
     int row = 0;
-    for (int t = 0; t < len; ++t) {
+    for (size_t t = 0; t < len; ++t) {
       if (!e->step_logits[t]) continue;
       ml_session* s = e->step_sessions[t];
       const float* l = e->logits + (size_t)row++ * V;
