@@ -116,6 +116,33 @@ def safetensors_seeds():
     ]
 
 
+def hf_config_seeds():
+    """Small config.json texts for fuzz/hf_config.cpp, one per architecture (a NUL, then a
+    generation_config.json, where given); run.py adds the real ones from shared/."""
+    import json
+    base = {"hidden_size": 64, "intermediate_size": 72, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64}
+    def cfg(**kw):
+        c = dict(base)
+        c.update(kw)
+        return json.dumps(c).encode()
+    return [
+        ("llama3", cfg(architectures=["LlamaForCausalLM"], rope_scaling={
+            "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32}, eos_token_id=[2, 3]) + b"\0" + b'{"eos_token_id":[2,9]}'),
+        ("mistral", cfg(model_type="mistral", sliding_window=16, rope_scaling={"type": "linear", "factor": 2})),
+        ("qwen2", cfg(architectures=["Qwen2ForCausalLM"], use_sliding_window=False, tie_word_embeddings=True)),
+        ("qwen3", cfg(model_type="qwen3", head_dim=32, rope_parameters={"rope_type": "default", "rope_theta": 1e6})),
+        ("gemma3", cfg(model_type="gemma3_text", head_dim=32, layer_types=["sliding_attention", "full_attention"],
+                       query_pre_attn_scalar=24, final_logit_softcapping=30.0, rope_local_base_freq=1e4)),
+        ("qwen3_5", json.dumps({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+                                "text_config": dict(base, head_dim=32, full_attention_interval=2,
+                                                    linear_num_key_heads=2, linear_num_value_heads=4,
+                                                    linear_key_head_dim=16, linear_value_head_dim=16,
+                                                    partial_rotary_factor=0.25)}).encode()),
+    ]
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -176,6 +203,9 @@ def main():
         # json: small documents (run.py adds JSONTestSuite's files and a tokenizer.json from shared/).
         for name, doc in json_seeds():
             put("json", name, doc)
+        # hf_config: one small config.json per architecture.
+        for name, data in hf_config_seeds():
+            put("hf_config", name, data)
         # safetensors: tiny files of every dtype and rank.
         for name, data in safetensors_seeds():
             put("safetensors", name, data)

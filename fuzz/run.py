@@ -30,6 +30,7 @@ OPTIONS = {
     "llama2c": ["-max_len=65536"],
     "safetensors": ["-max_len=16384"],
     "gguf": ["-max_len=65536"],
+    "hf_config": ["-max_len=8192"],
     "tok_text": ["-max_len=4096"],
     "pack_cache": [],
     "hf_tokenizer": ["-max_len=65536"],
@@ -60,6 +61,19 @@ def gen_seeds(name, a, seeds):
         if not os.path.exists(out):
             c = open(ckpt, "rb").read()
             open(out, "wb").write(b"\0" + struct.pack("<I", len(c)) + c + open(tok, "rb").read())
+    if name == "hf_config":
+        # The real config.json files (about 1 KB each), generation_config.json appended after a NUL.
+        hf = os.path.join(a.shared, "data", "hf")
+        if os.path.isdir(hf):
+            for d in sorted(os.listdir(hf)):
+                for c in ("config.json", "config.reconstructed.json"):
+                    src = os.path.join(hf, d, c)
+                    if os.path.exists(src):
+                        data = open(src, "rb").read()
+                        g = os.path.join(hf, d, "generation_config.json")
+                        if os.path.exists(g):
+                            data += b"\0" + open(g, "rb").read()
+                        open(os.path.join(seeds, d + ".json"), "wb").write(data)
     if name == "tokenizer_bin":
         big = os.path.join(models, "tokenizer.bin")
         if os.path.exists(big):

@@ -7,12 +7,12 @@
 // - cv_st_to_f32 of every tensor of at most 4096 elements equals an independent decoding (F32
 //   bits, BF16 bits << 16, IEEE half by ldexp).
 // Input: the file's bytes. Seeds: fuzz/corpus/safetensors (tiny files from fuzz/make_seeds.py).
+#include "convert/safetensors.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-
-#include "convert/safetensors.h"
 
 namespace {
 
@@ -61,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(count == t->count);
     const uint64_t item = t->dtype == CV_ST_F32 ? 4 : 2;
     check(t->dtype <= CV_ST_BF16 && t->size == count * item);
-    check(t->data >= area && (uint64_t)(t->data - area) <= area_size && t->size <= area_size - (uint64_t)(t->data - area));
+    check(t->data >= area && (uint64_t)(t->data - area) <= area_size &&
+          t->size <= area_size - (uint64_t)(t->data - area));
     total += t->size;
     if (count > 4096) continue;
     cv_buf v;

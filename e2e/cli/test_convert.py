@@ -43,9 +43,10 @@ HEADER_U32 = {  # offset: field (docs/format.md, "Header")
     68: "rope_type", 72: "rope_scaling", 88: "rope_orig_max_seq", 92: "flags", 96: "activation",
     104: "sliding_window", 108: "sliding_pattern", 112: "linear_period", 116: "linear_k_heads",
     120: "linear_v_heads", 124: "linear_k_dim", 128: "linear_v_dim", 132: "linear_conv", 136: "bos_id",
-    140: "eos_id", 144: "hidden_dim_orig", 148: "n_tensors"}
+    140: "eos_id", 144: "hidden_dim_orig", 148: "n_tensors", 188: "n_rot"}
 HEADER_F32 = {60: "norm_eps", 64: "rope_theta", 76: "rope_factor", 80: "rope_low_freq_factor",
-              84: "rope_high_freq_factor", 100: "embed_scale"}
+              84: "rope_high_freq_factor", 100: "embed_scale", 184: "rope_local_theta", 192: "attn_scale",
+              196: "logit_softcap"}
 HEADER_U64 = {152: "dir_offset", 160: "tokenizer_offset", 168: "tokenizer_size", 176: "file_size"}
 
 
@@ -63,7 +64,7 @@ class Mlb:
             self.h[name] = struct.unpack_from("<f", b, off)[0]
         for off, name in HEADER_U64.items():
             self.h[name] = struct.unpack_from("<Q", b, off)[0]
-        self.reserved_zero = b[184:256] == bytes(72)
+        self.reserved_zero = b[200:256] == bytes(56)  # version 2: the fields end at 200
         self.tensors = []
         for i in range(self.h["n_tensors"]):
             e = self.h["dir_offset"] + 96 * i
@@ -108,7 +109,7 @@ class Mlb:
     def layout_problems(self):
         """Everything docs/format.md requires of the layout, as a list of messages."""
         h, p = self.h, []
-        if h["version"] != 1 or h["header_size"] != 256:
+        if h["version"] != 2 or h["header_size"] != 256:
             p.append("version/header_size")
         if not self.reserved_zero:
             p.append("reserved header bytes not zero")

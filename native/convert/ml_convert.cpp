@@ -5,6 +5,8 @@
 //                     [--head-dim HD] [--seed X] [--wtype q8|q4] [--scales f32|f16] [--tied]
 //                     [--rope-type interleaved|half] [--rope-theta T] [--tokenizer FILE [--chat-template F]] -o OUT.mlb
 //                     [--gguf OUT.gguf]   (the same model as GGUF for llama.cpp; src/convert/gguf_write.h)
+//   ml_convert random --config config.json [--layers N] [--vocab V] [any shape option] ... -o OUT.mlb
+//                     (a Hugging Face config's architecture and shape; the options given override it)
 //   ml_convert hf DIR -o OUT.mlb [--wtype q8|q4] [--scales f32|f16] [--chat-template FILE]
 //                     (DIR: a Hugging Face model folder: config.json, *.safetensors, tokenizer.json)
 //   ml_convert gguf FILE.gguf -o OUT.mlb [--wtype q8|q4] [--chat-template FILE]
@@ -34,7 +36,7 @@ int ml_main(int argc, char** argv) {
 
   ml_convert_llama2c_params lo = ml_convert_llama2c_defaults();
   ml_convert_random_params ro = ml_convert_random_defaults();
-  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_gguf, r_config;  // the options' const char* point into these
+  std::string l_ckpt, l_tok, l_out, r_tok, r_out, l_tmpl, r_tmpl, r_config, r_gguf;  // the options' const char* point into these
   bool r_tied = false;
   std::string l_wtype = "q8", l_scales = "f32", r_wtype = "q8", r_scales = "f32", rope = "interleaved";
 
@@ -135,12 +137,12 @@ int ml_main(int argc, char** argv) {
     ro.tokenizer = r_tok.empty() ? nullptr : r_tok.c_str();
     ro.chat_template = r_tmpl.empty() ? nullptr : r_tmpl.c_str();
     ro.out = r_out.c_str();
-    ro.gguf = r_gguf.empty() ? nullptr : r_gguf.c_str();
     ro.config = r_config.empty() ? nullptr : r_config.c_str();
     if (!ro.config) {  // without a config every shape option is needed
       for (const char* opt : {"--dim", "--hidden", "--layers", "--heads", "--kv-heads", "--vocab", "--max-seq"})
         if (rn->count(opt) == 0) return ml::cli::usage_error("ml_convert", std::string("random: ") + opt + " is required (or give --config)");
     }
+    ro.gguf = r_gguf.empty() ? nullptr : r_gguf.c_str();
     s = ml_convert_random(&ro, &err);
   }
   return s == ML_OK ? ml::cli::EXIT_OK : ml::cli::report("ml_convert", err);

@@ -49,10 +49,17 @@ struct cv_random_opts {
   const ml_mlb_header* config = nullptr;
 };
 
+// A converted model in memory (cv_write_memory's buffer: free data with std::free).
+struct cv_mem_out {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
 // `ml_convert hf`: a Hugging Face model folder (hf_import.cpp documents what it reads).
 struct cv_hf_opts {
   const char* dir = nullptr;            // config.json, model.safetensors (or the index and its shards), tokenizer.json, ...
-  const char* out = nullptr;            // the .mlb to write
+  const char* out = nullptr;            // the .mlb to write, or null with mem
+  cv_mem_out* mem = nullptr;            // when set: the .mlb goes here instead (a model converted at load)
   const char* chat_template = nullptr;  // a Jinja file replacing the tokenizer's template, or null
   uint32_t wtype = ML_DT_Q8;
   uint32_t scale_type = ML_SCALE_F32;
@@ -74,6 +81,9 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err);
 
 // Converts a Hugging Face folder (safetensors weights, config.json, tokenizer files).
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err);
+// The same conversion into memory (o->out unused), for a folder converted at load: the .mlb bytes
+// in one malloc'd buffer as cv_write_memory gives them (free with std::free).
+ml_status cv_hf_memory(const cv_hf_opts* o, uint8_t** out, size_t* size, ml_error* err);
 
 // --- memory ----------------------------------------------------------------------------------
 
@@ -184,8 +194,11 @@ ml_status cv_attach_hf_files(cv_model* m, const ml_hf_files* files, const char* 
 
 // `ml_convert gguf`: path and out are required.
 struct cv_gguf_opts {
-  const char* path = nullptr;           // the .gguf file
-  const char* out = nullptr;            // the .mlb to write
+  const char* path = nullptr;           // the .gguf file (with data: only its name, for messages)
+  const void* data = nullptr;           // null, or the file's bytes (the caller's; a browser download)
+  size_t size = 0;
+  const char* out = nullptr;            // the .mlb to write, or null with mem
+  cv_mem_out* mem = nullptr;            // when set: the .mlb goes here instead (a model converted at load)
   uint32_t wtype = 0;                   // 0: from the file (Q8 unless its quantized tensors are all Q4_0); ML_DT_Q8 or ML_DT_Q4
   const char* chat_template = nullptr;  // a Jinja file replacing tokenizer.chat_template, or null
   // Called once per warning (requantized tensors), or null: warnings are then dropped.

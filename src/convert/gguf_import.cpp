@@ -447,7 +447,7 @@ cv_gguf_opts cv_gguf_defaults() { return cv_gguf_opts{}; }
 
 ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
   if (!o->path) return ml_fail(err, ML_E_ARG, "gguf: no GGUF file given");
-  if (!o->out) return ml_fail(err, ML_E_ARG, "gguf: no --output path given");
+  if (!o->out && !o->mem) return ml_fail(err, ML_E_ARG, "gguf: no --output path given");
   importer* im = new (std::nothrow) importer;
   if (!im) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the importer", o->path);
   struct guard {
@@ -456,7 +456,10 @@ ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
   } gd{im};
   im->o = o;
   im->err = err;
-  ML_TRY(gguf_open(&im->g, o->path, err));
+  if (o->data)
+    ML_TRY(gguf_parse(&im->g, static_cast<const uint8_t*>(o->data), o->size, o->path, err));
+  else
+    ML_TRY(gguf_open(&im->g, o->path, err));
   ML_TRY(im->header());
   ML_TRY(im->choose_wtype());
   const ml_status hs = ml_mlb_check_header(&im->m.h, err);
@@ -473,5 +476,6 @@ ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
                   im->requant, im->n_requant > 8 ? ", ..." : "");
     o->warn(o->warn_user, msg);
   }
+  if (o->mem) return cv_write_memory(&im->m, &o->mem->data, &o->mem->size, err);
   return cv_write(&im->m, o->out, err);
 }

@@ -21,11 +21,11 @@ struct named_kind {
   const char* name;
   kind k = K_LLAMA;
 };
-constexpr named_kind ARCHITECTURES[] = {
-    {"LlamaForCausalLM", K_LLAMA},   {"MistralForCausalLM", K_LLAMA},  {"Qwen2ForCausalLM", K_QWEN2},
-    {"Qwen3ForCausalLM", K_QWEN3},   {"Gemma3ForCausalLM", K_GEMMA3},  {"Qwen3_5ForConditionalGeneration", K_QWEN35},
-    {"Qwen3_5ForCausalLM", K_QWEN35}};
-constexpr named_kind MODEL_TYPES[] = {{"llama", K_LLAMA},        {"mistral", K_LLAMA}, {"qwen2", K_QWEN2},
+constexpr named_kind ARCHITECTURES[] = {{"LlamaForCausalLM", K_LLAMA},   {"MistralForCausalLM", K_LLAMA},
+                                        {"Qwen2ForCausalLM", K_QWEN2},   {"Qwen3ForCausalLM", K_QWEN3},
+                                        {"Gemma3ForCausalLM", K_GEMMA3}, {"Qwen3_5ForConditionalGeneration", K_QWEN35},
+                                        {"Qwen3_5ForCausalLM", K_QWEN35}};
+constexpr named_kind MODEL_TYPES[] = {{"llama", K_LLAMA},        {"mistral", K_LLAMA},      {"qwen2", K_QWEN2},
                                       {"qwen3", K_QWEN3},        {"gemma3_text", K_GEMMA3}, {"qwen3_5", K_QWEN35},
                                       {"qwen3_5_text", K_QWEN35}};
 
@@ -45,10 +45,13 @@ const ml_json* get(const src& s, const char* key) {
 
 // A short description of a value for messages: a number's text, a quoted string, or the type.
 const char* show(const ml_json* v, char* buf, size_t n) {
-  if (v->type == ML_JSON_NUMBER) std::snprintf(buf, n, "%.40s", v->str);
-  else if (v->type == ML_JSON_STRING) std::snprintf(buf, n, "\"%.40s\"", v->str);
-  else std::snprintf(buf, n, "a%s %s", v->type == ML_JSON_ARRAY || v->type == ML_JSON_OBJECT ? "n" : "",
-                     ml_json_type_name(v->type));
+  if (v->type == ML_JSON_NUMBER)
+    std::snprintf(buf, n, "%.40s", v->str);
+  else if (v->type == ML_JSON_STRING)
+    std::snprintf(buf, n, "\"%.40s\"", v->str);
+  else
+    std::snprintf(buf, n, "a%s %s", v->type == ML_JSON_ARRAY || v->type == ML_JSON_OBJECT ? "n" : "",
+                  ml_json_type_name(v->type));
   return buf;
 }
 
@@ -66,12 +69,13 @@ ml_status get_u32(const src& s, const char* key, bool required, uint32_t def, ui
     return ML_OK;
   }
   // 256.0 is an integer to Python's int() but not to JSON's grammar: accept a number whose value is integral.
-  const bool integral = v->type == ML_JSON_NUMBER && (v->is_int || (std::isfinite(v->num) && v->num == std::floor(v->num)));
+  const bool integral =
+      v->type == ML_JSON_NUMBER && (v->is_int || (std::isfinite(v->num) && v->num == std::floor(v->num)));
   const double x = v->type == ML_JSON_NUMBER ? (v->is_int ? (double)v->i64 : v->num) : 0.0;
   if (!integral || x < (double)min || x > (double)max) {
     char b[64];
-    return ml_fail(err, ML_E_FORMAT, "%s: %s%s is %s, not an integer in %u..%u", s.what, s.pre, key, show(v, b, sizeof b),
-                   min, max);
+    return ml_fail(err, ML_E_FORMAT, "%s: %s%s is %s, not an integer in %u..%u", s.what, s.pre, key,
+                   show(v, b, sizeof b), min, max);
   }
   *out = (uint32_t)x;
   return ML_OK;
@@ -88,8 +92,8 @@ ml_status get_num(const src& s, const char* key, bool required, double def, doub
   }
   if (v->type != ML_JSON_NUMBER || !(v->num > lo && v->num < hi)) {
     char b[64];
-    return ml_fail(err, ML_E_FORMAT, "%s: %s%s is %s, not a number in (%g, %g)", s.what, s.pre, key, show(v, b, sizeof b),
-                   lo, hi);
+    return ml_fail(err, ML_E_FORMAT, "%s: %s%s is %s, not a number in (%g, %g)", s.what, s.pre, key,
+                   show(v, b, sizeof b), lo, hi);
   }
   *out = v->num;
   return ML_OK;
@@ -143,7 +147,8 @@ ml_status get_id(const src& s, const char* key, uint32_t* out, bool* present, ml
 ml_status refuse_true(const src& s, const char* key, ml_error* err) {
   bool on = false;
   ML_TRY(get_bool(s, key, false, &on, err));
-  if (on) return ml_fail(err, ML_E_FORMAT, "%s: %s%s is true, which this architecture does not support", s.what, s.pre, key);
+  if (on)
+    return ml_fail(err, ML_E_FORMAT, "%s: %s%s is true, which this architecture does not support", s.what, s.pre, key);
   return ML_OK;
 }
 
@@ -187,7 +192,8 @@ ml_status read_scaling(const src& s, bool type_required, ml_mlb_header* h, ml_er
     ML_TRY(get_num(s, "high_freq_factor", true, 1.0, 0.0, 1e6, &hi, err));
     ML_TRY(get_u32(s, "original_max_position_embeddings", true, 0, 1, ML_LIMIT_MAX_SEQ, &orig, err));
     if (!(hi > lo))
-      return ml_fail(err, ML_E_FORMAT, "%s: %shigh_freq_factor %g is not above low_freq_factor %g", s.what, s.pre, hi, lo);
+      return ml_fail(err, ML_E_FORMAT, "%s: %shigh_freq_factor %g is not above low_freq_factor %g", s.what, s.pre, hi,
+                     lo);
     h->rope_scaling = ML_ROPE_SCALING_LLAMA3;
     h->rope_factor = (float)factor;
     h->rope_low_freq_factor = (float)lo;
@@ -195,8 +201,8 @@ ml_status read_scaling(const src& s, bool type_required, ml_mlb_header* h, ml_er
     h->rope_orig_max_seq = orig;
     return ML_OK;
   }
-  return ml_fail(err, ML_E_FORMAT, "%s: %srope_type \"%.40s\" is not supported (default, linear or llama3)", s.what, s.pre,
-                 type);
+  return ml_fail(err, ML_E_FORMAT, "%s: %srope_type \"%.40s\" is not supported (default, linear or llama3)", s.what,
+                 s.pre, type);
 }
 
 // A layer_types list: every entry is `local` or "full_attention", and full ones are exactly the
@@ -214,15 +220,16 @@ ml_status read_layer_types(const src& s, uint32_t n_layers, const char* local, u
     const ml_json* e = v->items[l];
     const bool is_full = ml_json_is(e, ML_JSON_STRING) && std::strcmp(e->str, "full_attention") == 0;
     if (!is_full && !(ml_json_is(e, ML_JSON_STRING) && std::strcmp(e->str, local) == 0))
-      return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types[%zu] is not \"%s\" or \"full_attention\"", s.what, s.pre, l, local);
+      return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types[%zu] is not \"%s\" or \"full_attention\"", s.what, s.pre, l,
+                     local);
     if (is_full && *period == 0) *period = (uint32_t)l + 1;
   }
   for (size_t l = 0; l < v->n; ++l) {
     const bool is_full = std::strcmp(v->items[l]->str, "full_attention") == 0;
     const bool want = *period != 0 && l % *period == *period - 1;
     if (is_full != want)
-      return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types[%zu] is \"%s\": the layers do not repeat with period %u", s.what,
-                     s.pre, l, v->items[l]->str, *period);
+      return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types[%zu] is \"%s\": the layers do not repeat with period %u",
+                     s.what, s.pre, l, v->items[l]->str, *period);
   }
   return ML_OK;
 }
@@ -264,6 +271,11 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
     if (mt && std::strcmp(mt, "qwen3_5") == 0) return missing(top, "text_config", err);
   }
 
+  if (get(top, "quantization_config") || get(s, "quantization_config"))
+    return ml_fail(err, ML_E_FORMAT,
+                   "%s: quantization_config is set: pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes, FP8, ...) are "
+                   "not supported; convert the F32/F16/BF16 model",
+                   what);
   ml_mlb_header h;
   static const uint32_t arch_of[] = {ML_ARCH_LLAMA, ML_ARCH_QWEN2, ML_ARCH_QWEN3, ML_ARCH_GEMMA3, ML_ARCH_QWEN35};
   h.arch = arch_of[k];
@@ -277,8 +289,9 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
     return ml_fail(err, ML_E_SHAPE, "%s: %snum_key_value_heads %u does not divide num_attention_heads %u", what, s.pre,
                    h.n_kv_heads, h.n_heads);
   if (!get(s, "head_dim") && h.dim % h.n_heads != 0)
-    return ml_fail(err, ML_E_SHAPE, "%s: %shidden_size %u is not a multiple of num_attention_heads %u and head_dim is missing",
-                   what, s.pre, h.dim, h.n_heads);
+    return ml_fail(err, ML_E_SHAPE,
+                   "%s: %shidden_size %u is not a multiple of num_attention_heads %u and head_dim is missing", what,
+                   s.pre, h.dim, h.n_heads);
   ML_TRY(get_u32(s, "head_dim", false, h.dim / h.n_heads, 2, ML_LIMIT_HEAD_DIM, &h.head_dim, err));
   ML_TRY(get_u32(s, "vocab_size", true, 0, 3, ML_LIMIT_VOCAB, &h.vocab_size, err));
   ML_TRY(get_u32(s, "max_position_embeddings", true, 0, 1, ML_LIMIT_MAX_SEQ, &h.max_seq, err));
@@ -294,7 +307,8 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
   // RoPE: rope_theta and rope_scaling (transformers 4.x), or rope_parameters (5.x; Gemma 3 keeps one
   // per layer kind there).
   const ml_json* rp = get(s, "rope_parameters");
-  if (rp && rp->type != ML_JSON_OBJECT) return ml_fail(err, ML_E_FORMAT, "%s: %srope_parameters is not an object", what, s.pre);
+  if (rp && rp->type != ML_JSON_OBJECT)
+    return ml_fail(err, ML_E_FORMAT, "%s: %srope_parameters is not an object", what, s.pre);
   src rope_global{what, rp, "rope_parameters."}, rope_local{what, nullptr, "rope_parameters.sliding_attention."};
   if (k == K_GEMMA3 && rp && get(rope_global, "full_attention")) {
     rope_local.obj = get(rope_global, "sliding_attention");
@@ -311,7 +325,8 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
   h.rope_theta = (float)theta;
   const ml_json* rs = get(s, "rope_scaling");
   if (rs) {
-    if (rs->type != ML_JSON_OBJECT) return ml_fail(err, ML_E_FORMAT, "%s: %srope_scaling is not an object", what, s.pre);
+    if (rs->type != ML_JSON_OBJECT)
+      return ml_fail(err, ML_E_FORMAT, "%s: %srope_scaling is not an object", what, s.pre);
     char pre[64];
     std::snprintf(pre, sizeof pre, "%srope_scaling.", s.pre);
     ML_TRY(read_scaling(src{what, rs, pre}, true, &h, err));
@@ -332,8 +347,10 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
   }
 
   bool tied = k == K_GEMMA3;
-  if (get(s, "tie_word_embeddings")) ML_TRY(get_bool(s, "tie_word_embeddings", tied, &tied, err));
-  else ML_TRY(get_bool(top, "tie_word_embeddings", tied, &tied, err));
+  if (get(s, "tie_word_embeddings"))
+    ML_TRY(get_bool(s, "tie_word_embeddings", tied, &tied, err));
+  else
+    ML_TRY(get_bool(top, "tie_word_embeddings", tied, &tied, err));
   h.flags = tied ? (uint32_t)ML_FLAG_TIED_CLASSIFIER : 0u;
   ML_TRY(refuse_true(s, "mlp_bias", err));
   if (k != K_QWEN2) ML_TRY(refuse_true(s, "attention_bias", err));
@@ -361,7 +378,8 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
       double qpas = 256, cap = 0, local = 1e4;
       ML_TRY(get_num(s, "query_pre_attn_scalar", false, 256, 0.0, 1e12, &qpas, err));
       h.attn_scale = (float)(1.0 / std::sqrt(qpas));
-      if (get(s, "final_logit_softcapping")) ML_TRY(get_num(s, "final_logit_softcapping", true, 0, 0.0, 1e6, &cap, err));
+      if (get(s, "final_logit_softcapping"))
+        ML_TRY(get_num(s, "final_logit_softcapping", true, 0, 0.0, 1e6, &cap, err));
       h.logit_softcap = (float)cap;
       if (rope_local.obj && get(rope_local, "rope_theta"))
         ML_TRY(get_num(rope_local, "rope_theta", true, 1e4, 0.0, 1e12, &local, err));
@@ -380,7 +398,8 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
       ML_TRY(check_act(s, "silu", nullptr, err));
       bool gate = true;
       ML_TRY(get_bool(s, "attn_output_gate", true, &gate, err));
-      if (!gate) return ml_fail(err, ML_E_FORMAT, "%s: %sattn_output_gate is false, which is not supported", what, s.pre);
+      if (!gate)
+        return ml_fail(err, ML_E_FORMAT, "%s: %sattn_output_gate is false, which is not supported", what, s.pre);
       h.flags |= ML_FLAG_QK_NORM | ML_FLAG_ATTN_GATE;
       ML_TRY(get_u32(s, "linear_num_key_heads", false, 16, 1, MAX_LINEAR_HEADS, &h.linear_k_heads, err));
       ML_TRY(get_u32(s, "linear_num_value_heads", false, 32, 1, MAX_LINEAR_HEADS, &h.linear_v_heads, err));
@@ -388,8 +407,8 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
       ML_TRY(get_u32(s, "linear_value_head_dim", false, 128, 1, MAX_LINEAR_DIM, &h.linear_v_dim, err));
       ML_TRY(get_u32(s, "linear_conv_kernel_dim", false, 4, 1, MAX_LINEAR_CONV, &h.linear_conv, err));
       if (h.linear_v_heads % h.linear_k_heads != 0)
-        return ml_fail(err, ML_E_SHAPE, "%s: %slinear_num_value_heads %u is not a multiple of linear_num_key_heads %u", what,
-                       s.pre, h.linear_v_heads, h.linear_k_heads);
+        return ml_fail(err, ML_E_SHAPE, "%s: %slinear_num_value_heads %u is not a multiple of linear_num_key_heads %u",
+                       what, s.pre, h.linear_v_heads, h.linear_k_heads);
       if ((h.linear_v_heads * h.linear_v_dim) % 32 != 0)
         return ml_fail(err, ML_E_SHAPE,
                        "%s: %slinear_num_value_heads x linear_value_head_dim = %u is not a multiple of 32", what, s.pre,
@@ -400,18 +419,19 @@ ml_status parse(const ml_json* root, const ml_json* gen, const char* what, ml_ml
         ML_TRY(get_u32(s, "full_attention_interval", true, 4, 1, ML_LIMIT_LAYERS, &period, err));
       ML_TRY(read_layer_types(s, h.n_layers, "linear_attention", &period, &listed, err));
       if (period == 0 && !listed) period = 4;
-      if (period == 0)
-        return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types has no full_attention layer", what, s.pre);
+      if (period == 0) return ml_fail(err, ML_E_FORMAT, "%s: %slayer_types has no full_attention layer", what, s.pre);
       h.linear_period = period;
       double prf = 0.25;
       if (rp && get(src{what, rp, "rope_parameters."}, "partial_rotary_factor"))
-        ML_TRY(get_num(src{what, rp, "rope_parameters."}, "partial_rotary_factor", true, 0.25, 0.0, 1.0 + 1e-9, &prf, err));
+        ML_TRY(get_num(src{what, rp, "rope_parameters."}, "partial_rotary_factor", true, 0.25, 0.0, 1.0 + 1e-9, &prf,
+                       err));
       else
         ML_TRY(get_num(s, "partial_rotary_factor", false, 0.25, 0.0, 1.0 + 1e-9, &prf, err));
       const double rot = h.head_dim * prf;
       if (rot != std::floor(rot) || (uint32_t)rot % 2 != 0 || rot < 2)
-        return ml_fail(err, ML_E_SHAPE, "%s: %shead_dim %u x partial_rotary_factor %g = %g rotated dimensions is not even",
-                       what, s.pre, h.head_dim, prf, rot);
+        return ml_fail(err, ML_E_SHAPE,
+                       "%s: %shead_dim %u x partial_rotary_factor %g = %g rotated dimensions is not even", what, s.pre,
+                       h.head_dim, prf, rot);
       h.n_rot = (uint32_t)rot;
       break;
     }

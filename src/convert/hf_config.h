@@ -15,9 +15,9 @@
 // and full_attention_interval 4; Gemma 3's sliding_window_pattern 6, query_pre_attn_scalar 256,
 // rope_theta 1e6, rope_local_base_freq 1e4). Features the engine does not have (another RoPE
 // scaling, biases where the architecture has none, Qwen2's use_sliding_window, attention logit
-// soft-capping, an activation other than the architecture's) are refused. (Gemma 3's larger models
-// have rope_scaling linear 8: transformers applies it to the global layers only; the header has
-// one rope_scaling, which the engine must apply that way.)
+// soft-capping, an activation other than the architecture's, a quantization_config) are refused.
+// Gemma 3's larger models have rope_scaling linear 8: transformers applies it to the global layers
+// only; the header has one rope_scaling, which the engine must apply that way.
 // Errors: ML_E_FORMAT (ML_E_SHAPE for sizes the format refuses) naming the file and the key,
 // e.g. "config.json: text_config.linear_num_value_heads is missing"; ML_E_IO / ML_E_ARG when a
 // file cannot be opened or is not a regular file.

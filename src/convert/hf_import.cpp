@@ -63,8 +63,11 @@ struct shard_set {
   shard_set() = default;
   shard_set(const shard_set&) = delete;
   shard_set& operator=(const shard_set&) = delete;
-  ~shard_set() {
+  ~shard_set() { close(); }
+  void close() {  // unmaps the files (the converted model no longer needs them)
     for (size_t i = 0; i < n; ++i) at(i)->~cv_st_file();
+    n = 0;
+    mem = cv_buf{};
   }
   cv_st_file* at(size_t i) const { return mem.as<cv_st_file>() + i; }
   cv_st_tensor* find(const char* name) const {
@@ -102,7 +105,8 @@ ml_status open_index(shard_set* ss, const char* dir, const char* index_path, ml_
   ml_status s = ml_json_parse(f.data ? reinterpret_cast<const char*>(f.data) : "", f.size, &b, &root, err);
   if (s != ML_OK) return ml_fail(err, s, "%s: %s", index_path, err ? err->msg : "");
   const ml_json* wm = ml_json_get(root, "weight_map");
-  if (!ml_json_is(wm, ML_JSON_OBJECT)) return ml_fail(err, ML_E_FORMAT, "%s: weight_map is missing or not an object", index_path);
+  if (!ml_json_is(wm, ML_JSON_OBJECT))
+    return ml_fail(err, ML_E_FORMAT, "%s: weight_map is missing or not an object", index_path);
   if (wm->n == 0) return ml_fail(err, ML_E_FORMAT, "%s: weight_map is empty", index_path);
   // The distinct shard names, sorted.
   cv_buf names_buf;
@@ -142,7 +146,8 @@ ml_status open_index(shard_set* ss, const char* dir, const char* index_path, ml_
     for (size_t k = 0; k < ss->at(i)->n; ++k) {
       cv_st_tensor* t = ss->at(i)->at(k);
       if (!t->used)
-        return ml_fail(err, ML_E_FORMAT, "%s: tensor %s is not in %s's weight_map", ss->at(i)->path, t->name, index_path);
+        return ml_fail(err, ML_E_FORMAT, "%s: tensor %s is not in %s's weight_map", ss->at(i)->path, t->name,
+                       index_path);
       t->used = false;
     }
   }
@@ -212,7 +217,8 @@ struct importer {
       for (uint32_t i = 0; i < rank; ++i)
         b += std::snprintf(exp + b, sizeof exp - (size_t)b, "%s%llu", i ? ", " : "", (unsigned long long)want[i]);
       got[a] = exp[b] = 0;
-      return ml_fail(err, ML_E_SHAPE, "%s: tensor %s has shape [%s], but config.json implies [%s]", dir(), t->name, got, exp);
+      return ml_fail(err, ML_E_SHAPE, "%s: tensor %s has shape [%s], but config.json implies [%s]", dir(), t->name, got,
+                     exp);
     }
     t->used = true;
     return ML_OK;
@@ -256,7 +262,8 @@ struct importer {
       const uint32_t nk = h.linear_k_heads, nv = h.linear_v_heads, dk = h.linear_k_dim, dv = h.linear_v_dim;
       const uint32_t ch = 2 * nk * dk + nv * dv, K = h.linear_conv;
       ML_TRY(mat(find_rel("layers.%u.linear_attn.in_proj_qkv.weight", l), blk(l, "attn_qkv"), ch, dim, ch, dim));
-      ML_TRY(mat(find_rel("layers.%u.linear_attn.in_proj_z.weight", l), blk(l, "attn_gate"), nv * dv, dim, nv * dv, dim));
+      ML_TRY(
+          mat(find_rel("layers.%u.linear_attn.in_proj_z.weight", l), blk(l, "attn_gate"), nv * dv, dim, nv * dv, dim));
       ML_TRY(mat(find_rel("layers.%u.linear_attn.in_proj_b.weight", l), blk(l, "ssm_beta"), nv, dim, nv, dim));
       ML_TRY(mat(find_rel("layers.%u.linear_attn.in_proj_a.weight", l), blk(l, "ssm_alpha"), nv, dim, nv, dim));
       ML_TRY(get(find_rel("layers.%u.linear_attn.conv1d.weight", l), 3, ch, 1, K, &x));
@@ -399,7 +406,8 @@ struct importer {
                        t->name, st.at(i)->path, arch_name(m.h.arch));
       }
     }
-    if (visual) note("skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
+    if (visual)
+      note("skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
     if (mtp) note("skipped %zu tensors of the multi-token prediction head (mtp.*)", mtp);
     return ML_OK;
   }
@@ -409,18 +417,19 @@ struct importer {
 
 cv_hf_opts cv_hf_defaults() { return cv_hf_opts{}; }
 
-ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
+namespace {
+
+// Everything but the writing: checks, the dry pass, the tokenizer, the conversion. The weight
+// files are unmapped at the end.
+ml_status build(const cv_hf_opts* o, importer* im, ml_error* err) {
   if (!o->dir) return ml_fail(err, ML_E_ARG, "hf: no model folder given");
-  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
   if (o->wtype != ML_DT_Q8 && o->wtype != ML_DT_Q4)
     return ml_fail(err, ML_E_ARG, "hf: wtype %u is not Q8 (2) or Q4 (3)", o->wtype);
-  if (o->scale_type > ML_SCALE_F16) return ml_fail(err, ML_E_ARG, "hf: scale type %u is not f32 (0) or f16 (1)", o->scale_type);
+  if (o->scale_type > ML_SCALE_F16)
+    return ml_fail(err, ML_E_ARG, "hf: scale type %u is not f32 (0) or f16 (1)", o->scale_type);
   struct stat sd;
   if (stat(o->dir, &sd) != 0 || !S_ISDIR(sd.st_mode))
     return ml_fail(err, ML_E_ARG, "%s: not a folder (a Hugging Face model folder is expected)", o->dir);
-
-  importer imp;
-  importer* im = &imp;
   im->o = o;
   im->err = err;
 
@@ -443,5 +452,22 @@ ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
   ML_TRY(cv_attach_tokenizer(&im->m, o->dir, o->chat_template, err));
   im->dry = false;
   ML_TRY(im->run());
-  return cv_write(&im->m, o->out, err);
+  im->st.close();
+  return ML_OK;
+}
+
+}  // namespace
+
+ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
+  if (o->mem) return cv_hf_memory(o, &o->mem->data, &o->mem->size, err);
+  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
+  importer im;
+  ML_TRY(build(o, &im, err));
+  return cv_write(&im.m, o->out, err);
+}
+
+ml_status cv_hf_memory(const cv_hf_opts* o, uint8_t** out, size_t* size, ml_error* err) {
+  importer im;
+  ML_TRY(build(o, &im, err));
+  return cv_write_memory(&im.m, out, size, err);
 }

@@ -58,10 +58,13 @@ ml_status parse_tensor(const char* what, const ml_json_member& m, const uint8_t*
   const ml_json* dt = ml_json_get(v, "dtype");
   const ml_json* shape = ml_json_get(v, "shape");
   const ml_json* offs = ml_json_get(v, "data_offsets");
-  if (!ml_json_is(dt, ML_JSON_STRING)) return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: dtype is missing or not a string", what, name);
+  if (!ml_json_is(dt, ML_JSON_STRING))
+    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: dtype is missing or not a string", what, name);
   if (!dtype_of(dt->str, &t->dtype))
-    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: dtype %.32s is not supported (F32, F16 or BF16)", what, name, dt->str);
-  if (!ml_json_is(shape, ML_JSON_ARRAY)) return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: shape is missing or not a list", what, name);
+    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: dtype %.32s is not supported (F32, F16 or BF16)", what, name,
+                   dt->str);
+  if (!ml_json_is(shape, ML_JSON_ARRAY))
+    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: shape is missing or not a list", what, name);
   if (shape->n > CV_ST_MAX_RANK)
     return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: rank %zu is above %u", what, name, shape->n, CV_ST_MAX_RANK);
   t->name = name;
@@ -79,13 +82,15 @@ ml_status parse_tensor(const char* what, const ml_json_member& m, const uint8_t*
   uint64_t begin = 0, end = 0;
   if (!ml_json_is(offs, ML_JSON_ARRAY) || offs->n != 2 || !get_uint(offs->items[0], UINT64_MAX >> 1, &begin) ||
       !get_uint(offs->items[1], UINT64_MAX >> 1, &end))
-    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: data_offsets is not a list of two non-negative integers", what, name);
+    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: data_offsets is not a list of two non-negative integers", what,
+                   name);
   if (begin > end || end > area_size)
     return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] lie outside the data area of %llu bytes",
                    what, name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)area_size);
   if (end - begin != t->size)
-    return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but %s x %llu elements need %llu",
-                   what, name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)(end - begin),
+    return ml_fail(err, ML_E_FORMAT,
+                   "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but %s x %llu elements need %llu", what,
+                   name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)(end - begin),
                    cv_st_dtype_name(t->dtype), (unsigned long long)t->count, (unsigned long long)t->size);
   t->data = area + begin;
   t->used = false;
@@ -132,7 +137,8 @@ ml_status cv_st_parse(cv_st_file* s, const uint8_t* data, size_t size, const cha
     const ml_json_member& m = root->members[i];
     if (std::strcmp(m.key, "__metadata__") == 0 && m.key_len == 12) {
       if (s->metadata) return ml_fail(err, ML_E_FORMAT, "%s: __metadata__ appears twice", what);
-      if (!ml_json_is(m.value, ML_JSON_OBJECT)) return ml_fail(err, ML_E_FORMAT, "%s: __metadata__ is not an object", what);
+      if (!ml_json_is(m.value, ML_JSON_OBJECT))
+        return ml_fail(err, ML_E_FORMAT, "%s: __metadata__ is not an object", what);
       for (size_t k = 0; k < m.value->n; ++k)
         if (!ml_json_is(m.value->members[k].value, ML_JSON_STRING))
           return ml_fail(err, ML_E_FORMAT, "%s: __metadata__.%s is not a string", what, m.value->members[k].key);
@@ -189,8 +195,10 @@ cv_st_tensor* cv_st_find(const cv_st_file* s, const char* name) {
     const size_t mid = lo + (hi - lo) / 2;
     const int c = std::strcmp(s->at(mid)->name, name);
     if (c == 0) return s->at(mid);
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return nullptr;
 }
@@ -211,7 +219,8 @@ ml_status cv_st_to_f32(const cv_st_tensor* t, cv_buf* out, ml_error* err) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits;
     if (t->dtype == CV_ST_F32) {
-      bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+      bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+             (uint32_t)p[4 * i + 3] << 24;
     } else {
       const uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
       if (t->dtype == CV_ST_BF16) {

@@ -26,7 +26,7 @@
 inline constexpr uint64_t CV_ST_MAX_HEADER = 100000000;  // bytes of header JSON (the reference's limit)
 inline constexpr uint32_t CV_ST_MAX_RANK = 8;
 inline constexpr uint64_t CV_ST_MAX_DIM = 1ull << 40;  // one dimension
-inline constexpr size_t CV_ST_MAX_TENSORS = 1000000;  // per file
+inline constexpr size_t CV_ST_MAX_TENSORS = 1000000;   // per file
 
 enum cv_st_dtype : uint32_t { CV_ST_F32 = 0, CV_ST_F16 = 1, CV_ST_BF16 = 2 };
 

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "core/threads.h"
+#include "engine/model_import.h"
 #include "kernels/bind.h"
 #include "krafla.h"
 #include "model/exec.h"
@@ -79,21 +80,24 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
   ML_TRY(check_tokens(e, n, get, err));
   const ml_model* m = e->model;
   const size_t V = (size_t)m->cfg.vocab_size, B = (size_t)e->p.max_batch;
-  for (size_t i0 = 0; i0 < n; i0 += B) {
-    const int len = (int)(n - i0 < B ? n - i0 : B);
-    for (int t = 0; t < len; ++t) {
+  // A step takes up to B tokens, of which at most logit_rows ask for logits.
+  for (size_t i0 = 0, len = 0; i0 < n; i0 += len) {
+    len = 0;
+    for (int rows = 0; len < B && i0 + len < n; ++len) {
       ml_session* s;
       int32_t id;
       bool logits;
-      get(i0 + t, &s, &id, &logits);
-      e->step_tokens[t] = id;
-      e->step_sessions[t] = s;
-      e->step_pos[t] = s->n_past;
-      e->step_logits[t] = logits ? 1 : 0;
+      get(i0 + len, &s, &id, &logits);
+      if (logits && rows == e->logit_rows) break;
+      rows += logits ? 1 : 0;
+      e->step_tokens[len] = id;
+      e->step_sessions[len] = s;
+      e->step_pos[len] = s->n_past;
+      e->step_logits[len] = logits ? 1 : 0;
       s->tokens[s->n_past++] = id;
     }
     ml_batch b;
-    b.n = len;
+    b.n = (int)len;
     b.tokens = e->step_tokens;
     b.sessions = e->step_sessions;
     b.pos = e->step_pos;
@@ -101,7 +105,7 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
     ml_forward(m, e, &b);
     bool stop = false;
     int row = 0;
-    for (int t = 0; t < len; ++t) {
+    for (size_t t = 0; t < len; ++t) {
       if (!e->step_logits[t]) continue;
       ml_session* s = e->step_sessions[t];
       const float* l = e->logits + (size_t)row++ * V;
@@ -126,9 +130,20 @@ ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params*
   *out = nullptr;
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
-  ml_status s = ml_model_load(m, path, err);
+  ml_status s;
+  const ml_source_kind kind = ml_source_kind_of_path(path);
+  if (kind == ML_SOURCE_MLB) {
+    s = ml_model_load(m, path, err);
+  } else {  // a GGUF file or a Hugging Face folder, converted at load
+    uint8_t* buf = nullptr;
+    size_t size = 0;
+    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
+    if (s == ML_OK) s = ml_model_load_owned(m, buf, size, err);
+    path = s == ML_OK ? nullptr : path;  // no pack cache: the converted bytes have no file of their own
+  }
   // Name the file once: messages about the file itself (cannot open, not a regular file) already do.
-  if (s != ML_OK && err && std::strncmp(err->msg, path, std::strlen(path)) != 0) ml_fail(err, s, "%s: %s", path, err->msg);
+  if (s != ML_OK && err && path && std::strncmp(err->msg, path, std::strlen(path)) != 0)
+    ml_fail(err, s, "%s: %s", path, err->msg);
   return open_common(out, m, open_finish(m, s, path, p, err));
 }
 
@@ -137,6 +152,13 @@ ml_status ml_model_open_memory(ml_model** out, const void* data, size_t size, co
   *out = nullptr;
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
+  if (ml_source_kind_of_bytes(data, size) == ML_SOURCE_GGUF) {  // converted at load
+    uint8_t* buf = nullptr;
+    size_t n = 0;
+    ml_status s = ml_import_to_memory(ML_SOURCE_GGUF, nullptr, data, size, &buf, &n, err);
+    if (s == ML_OK) s = ml_model_load_owned(m, buf, n, err);
+    return open_common(out, m, open_finish(m, s, nullptr, p, err));
+  }
   return open_common(out, m, open_finish(m, ml_model_load_memory(m, data, size, err), nullptr, p, err));
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/file.h"
 #include "krafla.h"
+#include "engine/model_import.h"
 #include "convert/hf_files.h"
 #include "model/format.h"
 #include "model/tokenizer/tokenizer.h"
@@ -48,7 +49,16 @@ ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err)
     return ML_OK;
   }
   ml_file f;
-  ML_TRY(ml_file_open(&f, path, err));
+  const ml_source_kind kind = ml_source_kind_of_path(path);
+  if (kind != ML_SOURCE_MLB) {  // a GGUF file or a model folder: its tokenizer, from the converted model
+    uint8_t* buf = nullptr;
+    size_t size = 0;
+    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
+    if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+    ml_file_adopt(&f, buf, size);
+  } else {
+    ML_TRY(ml_file_open(&f, path, err));
+  }
   if (f.size >= sizeof ML_MLB_MAGIC && std::memcmp(f.data, ML_MLB_MAGIC, sizeof ML_MLB_MAGIC) == 0) {
     ml_mlb mlb;
     s = ml_mlb_parse(&mlb, f.data, f.size, err);

@@ -33,7 +33,9 @@ ml_status carve(ml_exec* e, const ml_model* m, ml_error* err) {
   ML_TRY(ml_arena_take2(a, B, c.hidden_dim, &e->hb2, err));
   ML_TRY(ml_arena_take2(a, B, act_n, &e->act_q, err));
   ML_TRY(ml_arena_take2(a, B, act_n / ML_QK, &e->act_d, err));
-  ML_TRY(ml_arena_take2(a, B, c.vocab_size, &e->logits, err));
+  const size_t by_bytes = ML_LOGIT_BYTES / ((size_t)c.vocab_size * sizeof(float));
+  e->logit_rows = (int)std::min(B, std::clamp(by_bytes, (size_t)ML_MIN_LOGIT_ROWS, (size_t)ML_MAX_LOGIT_ROWS));
+  ML_TRY(ml_arena_take2(a, (size_t)e->logit_rows, c.vocab_size, &e->logits, err));
   ML_TRY(ml_arena_take2(a, B, 1, &e->caches, err));
   ML_TRY(ml_arena_take2(a, B, 1, &e->step_tokens, err));
   ML_TRY(ml_arena_take2(a, B, 1, &e->step_sessions, err));

@@ -15,6 +15,14 @@
 struct ml_session;
 
 inline constexpr int ML_MAX_BATCH = 128;  // tokens per forward step
+// Tokens of one forward step that may ask for logits: the logits buffer is [rows][vocab], which
+// for a 150,000-token vocabulary and a whole batch would be 78 MB of scratch. A prompt asks for
+// its last token's, a batch of sessions one each; the engine cuts a step at the executor's
+// logit_rows: ML_MAX_LOGIT_ROWS, fewer where the vocabulary is large (ML_LOGIT_BYTES of rows, at
+// least ML_MIN_LOGIT_ROWS), never more than the batch.
+inline constexpr int ML_MAX_LOGIT_ROWS = 32;
+inline constexpr int ML_MIN_LOGIT_ROWS = 4;
+inline constexpr size_t ML_LOGIT_BYTES = (size_t)8 << 20;
 
 // Stages timed by --profile.
 enum ml_stage : int { ML_STAGE_QKV, ML_STAGE_ATTENTION, ML_STAGE_WO, ML_STAGE_FFN, ML_STAGE_CLASSIFIER, ML_STAGE_OTHER, ML_STAGE_COUNT };
@@ -40,7 +48,8 @@ struct ml_exec {
   float *hb = nullptr, *hb2 = nullptr;                // [batch][hidden_dim]
   int8_t* act_q = nullptr;                            // [batch][act_n] quantized activations
   float* act_d = nullptr;                             // their block scales
-  float* logits = nullptr;                            // [batch][vocab]: one row per token that asked
+  float* logits = nullptr;                            // [logit_rows][vocab]: one row per token that asked
+  int logit_rows = 0;                                 // min(max_batch, ML_MAX_LOGIT_ROWS)
   const ml_kv_layer** caches = nullptr;               // [batch] each token's layer cache (forward's)
   // [batch] the step being assembled by the engine: ids, sessions, positions, logits flags.
   int32_t* step_tokens = nullptr;

@@ -16,7 +16,7 @@
 // The caller checks: ids in the vocabulary, pos[i] < that session's ctx, a session's positions in
 // the batch distinct, and every earlier position of each session already in its cache.
 // logits[i] != 0: the token's logits are computed into exec->logits, one row per such token in
-// batch order. The forward pass stores each token's K/V in its session; it does not touch a
+// batch order; at most exec->logit_rows tokens of a batch may ask. The forward pass stores each token's K/V in its session; it does not touch a
 // session's position or history (the engine does).
 struct ml_batch {
   int n = 0;

@@ -45,16 +45,41 @@ bool matrix_layout(const ml_model* m, const ml_qtensor* W, const ml_pack_params*
   return true;
 }
 
-// Releases a row-major matrix's pages once its packed copy exists (not the embedding's, which the
-// embedding lookup still reads when the classifier is tied).
+// Releases a row-major matrix's pages once its packed copy exists. A tied classifier's original is
+// the embedding: it is released too, and the rows the embedding lookup reads later come back from
+// the file one at a time (a token's row, not the whole table).
 void release_original(ml_model* m, const ml_qtensor* W) {
-  if (W->q == m->tok_embd.q) return;
   const ml_file& f = m->file;
   const size_t nb = (size_t)W->rows * W->cols / ML_QK;
   const size_t q_bytes = W->type == ML_DT_Q4 ? nb * 16 : nb * 32;
   const size_t d_bytes = nb * (W->d_f16 ? 2 : 4);
   ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(W->q) - f.data), q_bytes);
   ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(W->d) - f.data), d_bytes);
+}
+
+// Packs W in chunks of whole row groups, releasing each chunk's original pages as soon as its
+// packed copy exists: a large matrix (a 150,000-row embedding that is also the classifier) never
+// has both copies resident at once. The packed layout is group-major, so chunk k of the rows
+// packs into the same bytes the whole matrix would put there.
+void pack_in_chunks(ml_model* m, ml_qtensor* W, const ml_pack_params* p, uint8_t* pq, uint8_t* pd) {
+  const size_t G = (size_t)p->g, nb = (size_t)W->cols / ML_QK;
+  const size_t row_q = W->type == ML_DT_Q4 ? nb * 16 : nb * 32, row_d = nb * (W->d_f16 ? 2 : 4);
+  const size_t pd_elem = p->d16 && W->d_f16 ? 2 : 4;
+  const size_t group_q = nb * G * (W->type == ML_DT_Q4 ? 16 : 32), group_d = nb * G * pd_elem;
+  const size_t chunk = ((size_t)1 << 22) / (row_q * G) * G > G ? ((size_t)1 << 22) / (row_q * G) * G : G;  // ~4 MB
+  for (size_t r0 = 0; r0 < (size_t)W->rows; r0 += chunk) {
+    ml_qtensor part = *W;
+    part.rows = (int)(W->rows - r0 < chunk ? W->rows - r0 : chunk);
+    part.q = static_cast<const uint8_t*>(W->q) + r0 * row_q;
+    part.d = static_cast<const uint8_t*>(W->d) + r0 * row_d;
+    ml_pack_matrix(&part, p, pq + r0 / G * group_q, pd + r0 / G * group_d);
+    const ml_file& f = m->file;
+    ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(part.q) - f.data), (size_t)part.rows * row_q);
+    ml_file_release(&f, (size_t)(static_cast<const uint8_t*>(part.d) - f.data), (size_t)part.rows * row_d);
+  }
+  W->pq = pq;
+  W->pd = pd;
+  W->pd_f16 = p->d16 && W->d_f16;
 }
 
 bool write_all(int fd, const void* data, size_t n) {
@@ -274,7 +299,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
       ml_pack_sizes(W->type, W->rows, W->cols, W->d_f16, p, &qb, &db);
       std::memset(mem + at, 0, lay.q_off - at);
       std::memset(mem + lay.q_off + qb, 0, lay.d_off - (lay.q_off + qb));
-      ml_pack_matrix(W, p, mem + lay.q_off, mem + lay.d_off);
+      pack_in_chunks(m, W, p, mem + lay.q_off, mem + lay.d_off);
       if (hash) hasher.upto(mem, lay.end);  // bytes below lay.end are final
     }
     release_original(m, W);

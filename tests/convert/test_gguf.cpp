@@ -521,7 +521,7 @@ TEST_CASE("gguf: Q8_0 and Q4_0 tensors are copied bit for bit", "[gguf]") {
   }
 }
 
-TEST_CASE("gguf: Q4_0 into a Q8 model widens exactly; Q8_0 into Q4 and K-free F16 quantize", "[gguf]") {
+TEST_CASE("gguf: Q4_0 into a Q8 model widens exactly, Q8_0 into Q4 and K-free F16 quantize", "[gguf]") {
   tmp_dir d;
   gguf g = base(GGUF_T_Q4_0, 3);
   REQUIRE(convert(d, g.build(), ML_DT_Q8).s == ML_OK);

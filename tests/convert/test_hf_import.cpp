@@ -566,7 +566,7 @@ TEST_CASE("hf import: a tiny Llama (F32, untied) converts tensor for tensor", "[
   }
 }
 
-TEST_CASE("hf import: BF16 and F16 weights are widened exactly; a tied matrix stored as lm_head only", "[hf_import]") {
+TEST_CASE("hf import: BF16 and F16 weights are widened exactly, a tied matrix stored as lm_head only", "[hf_import]") {
   for (const char* dtype : {"BF16", "F16"}) {
     INFO(dtype);
     tmp_dir d;
@@ -777,6 +777,24 @@ TEST_CASE("hf import: generation_config.json goes into the model and its eos ids
   CHECK(ml_tokenizer_is_eog(t, 9));
   CHECK_FALSE(ml_tokenizer_is_eog(t, 8));
   ml_tokenizer_free(t);
+}
+
+TEST_CASE("hf import: cv_hf_memory gives the bytes cv_hf writes", "[hf_import]") {
+  tmp_dir d;
+  model_dir m = tiny_llama("BF16");
+  m.write(d);
+  REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
+  cv_hf_opts o = cv_hf_defaults();
+  const std::string dir = d.p.string();
+  o.dir = dir.c_str();
+  uint8_t* bytes = nullptr;
+  size_t size = 0;
+  ml_error err;
+  REQUIRE(cv_hf_memory(&o, &bytes, &size, &err) == ML_OK);
+  CHECK(std::vector<uint8_t>(bytes, bytes + size) == slurp(d / "out.mlb"));
+  std::free(bytes);
+  fs::remove(d / "config.json");
+  CHECK(cv_hf_memory(&o, &bytes, &size, &err) == ML_E_IO);
 }
 
 TEST_CASE("hf import: a sharded checkpoint gives the same file as a single one", "[hf_import]") {
@@ -1035,6 +1053,9 @@ TEST_CASE("hf import: damaged folders fail with a message naming the key or tens
          m.config = set_key(set_key(m.config, "architectures", "[\"Qwen2ForCausalLM\"]"), "use_sliding_window", "true");
        },
        ML_E_FORMAT, "use_sliding_window is true"},
+      {"a pre-quantized checkpoint",
+       [](model_dir& m, const tmp_dir&) { m.config = set_key(m.config, "quantization_config", "{\"quant_method\":\"gptq\"}"); },
+       ML_E_FORMAT, "quantization_config is set"},
       {"an eos_token_id that is not an id",
        [](model_dir& m, const tmp_dir&) { m.config = set_key(m.config, "eos_token_id", "[\"x\"]"); }, ML_E_FORMAT,
        "eos_token_id[0] is \"x\", not a token id"},

@@ -22,12 +22,19 @@ export function formatBytes(n) {
 
 /**
  * Identifies the model from its first bytes (at least 256 for .mlb, 28 for llama2.c).
- * Returns {kind: 'mlb'|'llama2c', ...shape} or throws an Error naming what is wrong.
+ * Returns {kind: 'mlb'|'llama2c'|'gguf', ...shape} or throws an Error naming what is wrong.
  */
 export function parseHeader(bytes, name = 'the model') {
   const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const magic = String.fromCharCode(...b.subarray(0, 8));
+  if (magic.startsWith('GGUF')) {
+    // The engine converts a GGUF file at load (ml_model_open_memory); its shape is read there.
+    if (b.length < 8) throw new Error(`${name}: ${b.length} bytes, too short for a GGUF header`);
+    const version = dv.getUint32(4, true);
+    if (version !== 2 && version !== 3) throw new Error(`${name}: GGUF version ${version} is not supported (versions 2 and 3 are)`);
+    return { kind: 'gguf', version };
+  }
   if (magic === 'KRAFLMLB') {
     if (b.length < MLB_HEADER_BYTES) throw new Error(`${name}: ${b.length} bytes, too short for a .mlb header (256 bytes)`);
     const f = (o) => dv.getUint32(o, true);
@@ -96,6 +103,7 @@ export function estimateMemory(h, { packed = true, ctx = 0 } = {}) {
 
 /** Throws when the model cannot fit in `limit` bytes of wasm memory; returns the estimate. */
 export function checkFits(h, name, { limit = WASM32_MAX_BYTES, packed = true, ctx = 0 } = {}) {
+  if (h.kind === 'gguf') return 0; // its shape is known only once converted; the engine fails cleanly (nomem)
   const need = estimateMemory(h, { packed, ctx });
   const cap = Math.min(limit, WASM32_MAX_BYTES);
   if (need > cap) {

@@ -187,7 +187,7 @@ export class Host {
         throw new KraflaError(`${name}: a llama2.c checkpoint needs its tokenizer.bin: pass {tokenizer: ...} to load()`, 'arg');
       }
       const need = checkFits(header, name, limits);
-      probeMemory(need, name);
+      if (need) probeMemory(need, name);
     };
     const url = cache && typeof source === 'string' ? source : null;
     const convertedKey = url && tokenizer && typeof tokenizer === 'string'
@@ -206,7 +206,7 @@ export class Host {
       bytes = got.bytes;
       fromCache = got.fromCache;
       // A llama2.c checkpoint is cached once converted (convertedKey), not as downloaded.
-      cacheKey = header.kind === 'mlb' ? url : convertedKey;
+      cacheKey = header.kind === 'llama2c' ? convertedKey : url; // .mlb and GGUF bytes (the engine converts GGUF itself)
       if (header.kind === 'llama2c') {
         const tok = await readSource(tokenizer, { progress, phase: 'tokenizer' });
         this.unload();

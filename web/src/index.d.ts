@@ -181,7 +181,8 @@ export class Krafla {
 }
 
 export interface ModelHeader {
-  kind: 'mlb' | 'llama2c';
+  /** 'gguf': the engine converts the file at load; only `kind` (and `version`) are read from its header. */
+  kind: 'mlb' | 'llama2c' | 'gguf';
   dim: number; hiddenDim: number; nLayers: number; nHeads: number; nKvHeads: number; headDim: number;
   vocabSize: number; maxSeq: number; wtype: number; fileSize: number;
 }

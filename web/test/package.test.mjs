@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
 import { Host } from '../src/host.js';
-import { checkpoint, nativeGreedy, nativeMlb, nativeSampled, slowModel, tokenizer, webDir } from './native.mjs';
+import { checkpoint, modelsDir, nativeGreedy, nativeMlb, nativeSampled, slowModel, tokenizer, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
 // KRAFLA_TEST_BUILDS=a,b limits the per-build tests (scripts/test-web runs the relaxed builds under node 22).
@@ -81,6 +81,14 @@ describe('one engine', () => {
     assert.equal(info.dim, 64);
     assert.equal(info.vocabSize, 512);
     assert.deepEqual([...phases], ['download', 'tokenizer', 'convert', 'load']);
+    const r = await run(k, PROMPT, { temperature: 0, maxTokens: 100 });
+    assert.equal(r.text, nativeGreedy(PROMPT, 100));
+  });
+
+  test('a GGUF file is converted by the engine at load: the same greedy text as its llama2.c twin', async () => {
+    const info = await k.load(join(modelsDir, 'stories260K-gguf', 'stories260K.gguf'));
+    assert.equal(info.dim, 64);
+    assert.equal(info.vocabSize, 512);
     const r = await run(k, PROMPT, { temperature: 0, maxTokens: 100 });
     assert.equal(r.text, nativeGreedy(PROMPT, 100));
   });
