@@ -1,8 +1,10 @@
 """Shared helpers for the end-to-end tests: running the built executables, making models,
 comparing logits. Python 3 standard library only."""
+import argparse
 import os
 import subprocess
 import sys
+import unittest
 
 
 class Env:
@@ -25,6 +27,38 @@ class Env:
 
     def shared_path(self, rel):
         return os.path.join(self.shared, rel)
+
+
+def env_from_args(ap=None, ref_bin=False):
+    """Parses the command line: --bin, --shared, --work (and --ref-bin when ref_bin; else the
+    oracle executables are --bin's) besides what ap already defines. Returns (Env, the parsed
+    arguments)."""
+    ap = ap or argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    if ref_bin:
+        ap.add_argument("--ref-bin", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    return Env(a.bin, a.ref_bin if ref_bin else a.bin, a.shared, a.work), a
+
+
+def run_cases(*cases):
+    """Runs the unittest.TestCase classes verbosely on stdout and exits: 0 when all passed, else 1."""
+    suite = unittest.TestSuite([unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in cases])
+    sys.exit(0 if unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite).wasSuccessful() else 1)
+
+
+class Failures(list):
+    """The failed checks of a script that runs them all and reports at the end, instead of stopping
+    at the first."""
+
+    def check(self, cond, what):
+        """Records and prints what when cond is false; returns cond."""
+        if not cond:
+            self.append(what)
+            print("FAIL:", what)
+        return cond
 
 
 def skip_if_cpu_lacks_isa(env):

@@ -4,7 +4,6 @@ Hugging Face folder, ml_tok on the model giving what it gives on the folder, ml_
 the context stops with a message), and the refusals.
 
 Usage: test_chat.py --bin DIR --shared DIR --work DIR"""
-import argparse
 import json
 import os
 import re
@@ -130,15 +129,8 @@ class Chat(unittest.TestCase):
 
 def main():
     global ENV
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ENV = h.Env(a.bin, a.bin, a.shared, a.work)
-    os.makedirs(a.work, exist_ok=True)
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Chat)
-    sys.exit(0 if unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite).wasSuccessful() else 1)
+    ENV = h.env_from_args()[0]  # Env makes the work folder
+    h.run_cases(Chat)
 
 
 if __name__ == "__main__":

@@ -272,12 +272,8 @@ class FailedWrite(Case):
 def main():
     global ENV
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--work", required=True)
     ap.add_argument("rest", nargs="*")
-    a = ap.parse_args()
-    ENV = h.Env(a.bin, a.bin, a.shared, a.work)
+    ENV, a = h.env_from_args(ap)
     h.skip_if_cpu_lacks_isa(ENV)
     unittest.main(argv=[sys.argv[0], "-v"] + a.rest)
 

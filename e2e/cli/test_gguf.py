@@ -16,26 +16,21 @@ usage: test_gguf.py BIN_DIR SHARED_DIR
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fuzz"))
+import harness as h  # noqa: E402
 import make_gguf_seeds as gw  # noqa: E402
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what)
-    return cond
+FAILURES = h.Failures()
+check = FAILURES.check
 
 
 def run(cmd):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, errors="replace", timeout=600)
-    return p.returncode, p.stdout, p.stderr
+    """Runs cmd; returns (returncode, stdout, stderr), whatever the exit code."""
+    return h.run(cmd, check=False)
 
 
 def main():

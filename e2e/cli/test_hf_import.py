@@ -14,7 +14,6 @@ arithmetic and its Q8 activations: the logits must agree within 1.5% (they do wi
 orientation, norm offset, RoPE layout or gate split is off by more (tested: 2% to 40%).
 
 Usage: test_hf_import.py --bin DIR --shared DIR --work DIR"""
-import argparse
 import array
 import json
 import math
@@ -463,18 +462,12 @@ class HfArchs(unittest.TestCase):
 
 def main():
     global ENV
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ENV = h.Env(a.bin, a.bin, a.shared, a.work)
+    ENV = h.env_from_args()[0]
     h.skip_if_cpu_lacks_isa(ENV)
     if not os.path.isdir(ENV.shared_path(MODEL)):
         print("SKIP: %s is missing" % ENV.shared_path(MODEL))
         sys.exit(0)
-    suite = unittest.TestSuite([unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (HfImport, HfArchs)])
-    sys.exit(0 if unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite).wasSuccessful() else 1)
+    h.run_cases(HfImport, HfArchs)
 
 
 if __name__ == "__main__":

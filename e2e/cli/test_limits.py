@@ -24,14 +24,8 @@ import time
 import harness as h
 
 ENV = None
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what)
-    return cond
+FAILURES = h.Failures()
+check = FAILURES.check
 
 
 def run_child(cmd, timeout=30):
@@ -310,13 +304,8 @@ def main():
     global ENV
     ap = argparse.ArgumentParser()
     ap.add_argument("group", choices=("catalogue", "sweep"))
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--ref-bin", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--work", required=True)
     ap.add_argument("--full", action="store_true")
-    a = ap.parse_args()
-    ENV = h.Env(a.bin, a.ref_bin, a.shared, a.work)
+    ENV, a = h.env_from_args(ap, ref_bin=True)
     h.skip_if_cpu_lacks_isa(ENV)
     catalogue() if a.group == "catalogue" else sweep(a.full)
     print("test_limits %s: %d failures" % (a.group, len(FAILURES)))

@@ -2,7 +2,6 @@
 tokenizer.bin, stdin input, the ids llama2.c gives, and exit codes for bad input.
 
 Usage: test_tok.py --bin DIR --shared DIR --work DIR"""
-import argparse
 import os
 import sys
 import unittest
@@ -50,14 +49,8 @@ class Tok(unittest.TestCase):
 
 def main():
     global ENV
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    ENV = h.Env(a.bin, a.bin, a.shared, a.work)
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Tok)
-    sys.exit(0 if unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite).wasSuccessful() else 1)
+    ENV = h.env_from_args()[0]
+    h.run_cases(Tok)
 
 
 if __name__ == "__main__":

@@ -170,6 +170,16 @@ void added_tokens(out_buf* j, const gguf_str* tok, uint64_t n, const gguf_kv* ty
   j->put("]");
 }
 
+// The members of the model's "vocab" object: every piece mapped to its id.
+void vocab_members(out_buf* j, const gguf_str* tok, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (i) j->put(",");
+    j->str(tok[i].p, tok[i].len);
+    j->put(":");
+    j->num(i);
+  }
+}
+
 // A TemplateProcessing post-processor that prepends token bos.
 void post_bos(out_buf* j, const gguf_str* tok, int64_t bos) {
   j->put(R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":)");
@@ -313,12 +323,7 @@ ml_status spm_json(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_
   if (unk >= 0) j.str(tok[unk].p, tok[unk].len);
   else j.put("null");
   j.put(R"(,"continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":true,"byte_fallback":true,"ignore_merges":false,"vocab":{)");
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i) j.put(",");
-    j.str(tok[i].p, tok[i].len);
-    j.put(":");
-    j.num(i);
-  }
+  vocab_members(&j, tok, n);
   j.put("},\"merges\":[");
   for (size_t i = 0; i < merges.size(); ++i) {
     j.put(i ? ",[" : "[");
@@ -366,12 +371,7 @@ ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, 
   j.put(R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":)");
   j.put(pre.len == 9 && std::memcmp(pre.p, "llama-bpe", 9) == 0 ? "true" : "false");
   j.put(",\"vocab\":{");
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i) j.put(",");
-    j.str(tok[i].p, tok[i].len);
-    j.put(":");
-    j.num(i);
-  }
+  vocab_members(&j, tok, n);
   j.put("},\"merges\":[");
   for (uint64_t i = 0; i < merges->n; ++i) {
     if (i) j.put(",");

@@ -25,31 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<char> slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in.good());
-  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void spit(const std::string& p, const char* data, size_t n) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(data, (std::streamsize)n);
-  REQUIRE(out.good());
-}
-
-// A fresh directory per test case (CTest runs cases as parallel processes), removed at the end.
-struct tmp_dir {
-  fs::path p;
-  tmp_dir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("krafla_cv_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~tmp_dir() { fs::remove_all(p); }
-  std::string operator/(const char* name) const { return (p / name).string(); }
-};
-
 bool contains(const char* msg, const std::string& needle) { return std::strstr(msg, needle.c_str()) != nullptr; }
 
 cv_random_opts small_shape(const std::string& out) {
@@ -81,7 +56,7 @@ TEST_CASE("convert: the option defaults are ml_convert's", "[convert]") {
 }
 
 TEST_CASE("convert: a random model loads with the requested shape", "[convert]") {
-  tmp_dir d;
+  ml_test_dir d;
   const std::string out = d / "r.mlb", tok = ml_test_shared("models/tok512.bin");
   cv_random_opts o = small_shape(out);
   bool tied = false, with_tok = false;
@@ -118,18 +93,18 @@ TEST_CASE("convert: a random model loads with the requested shape", "[convert]")
   CHECK(c.tied == tied);
   CHECK(m.mlb.h.scale_type == o.scale_type);
   CHECK((m.mlb.tokenizer != nullptr) == with_tok);
-  if (with_tok) CHECK(m.mlb.tokenizer_size == slurp(tok).size());
+  if (with_tok) CHECK(m.mlb.tokenizer_size == ml_test_read<std::vector<char>>(tok).size());
   ml_model_free(&m);
 }
 
 TEST_CASE("convert: a truncated llama2.c checkpoint is ML_E_FORMAT naming the file", "[convert]") {
-  tmp_dir d;
-  const std::vector<char> ckpt = slurp(ml_test_shared("models/stories260K.bin"));
+  ml_test_dir d;
+  const std::vector<char> ckpt = ml_test_read<std::vector<char>>(ml_test_shared("models/stories260K.bin"));
   const std::string cut = d / "cut.bin", out = d / "out.mlb", tok = ml_test_shared("models/tok512.bin");
   size_t keep = 0;
   SECTION("inside the weights") { keep = ckpt.size() - 100; }
   SECTION("inside the header") { keep = 20; }
-  spit(cut, ckpt.data(), keep);
+  ml_test_write(cut, ckpt.data(), keep);
   cv_llama2c_opts o = cv_llama2c_defaults();
   o.checkpoint = cut.c_str(), o.tokenizer = tok.c_str(), o.out = out.c_str();
   ml_error err;
@@ -142,42 +117,42 @@ TEST_CASE("convert: a truncated llama2.c checkpoint is ML_E_FORMAT naming the fi
 }
 
 TEST_CASE("convert: a bad tokenizer is ML_E_FORMAT naming the file", "[convert]") {
-  tmp_dir d;
-  const std::vector<char> tok = slurp(ml_test_shared("models/tok512.bin"));
+  ml_test_dir d;
+  const std::vector<char> tok = ml_test_read<std::vector<char>>(ml_test_shared("models/tok512.bin"));
   const std::string bad = d / "bad_tok.bin", out = d / "out.mlb", ckpt = ml_test_shared("models/stories260K.bin");
   std::string needle;
   SECTION("truncated between tokens") {
-    spit(bad, tok.data(), tok.size() / 2);  // tok512.bin's middle falls between tokens 221 and 222
+    ml_test_write(bad, tok.data(), tok.size() / 2);  // tok512.bin's middle falls between tokens 221 and 222
     needle = "token 222: score truncated";
   }
   SECTION("truncated inside the last token") {
-    spit(bad, tok.data(), tok.size() - 1);
+    ml_test_write(bad, tok.data(), tok.size() - 1);
     needle = "token 511: bytes truncated";
   }
   SECTION("max_token_length 0") {
     std::vector<char> z = tok;
     std::memset(z.data(), 0, 4);
-    spit(bad, z.data(), z.size());
+    ml_test_write(bad, z.data(), z.size());
     needle = "max_token_length 0 is out of range";
   }
   SECTION("trailing bytes") {
     std::vector<char> z = tok;
     z.push_back(0);
-    spit(bad, z.data(), z.size());
+    ml_test_write(bad, z.data(), z.size());
     needle = "1 bytes follow token 511";
   }
   SECTION("a NaN score (the loader refuses it, so the converter must)") {
     std::vector<char> z = tok;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::memcpy(z.data() + 4 + 8 + 5, &nan, 4);  // token 1's score (token 0 is "<unk>": 5 bytes)
-    spit(bad, z.data(), z.size());
+    ml_test_write(bad, z.data(), z.size());
     needle = "score is NaN";
   }
   SECTION("max_token_length above the limit") {
     std::vector<char> z = tok;
     const int32_t big = (int32_t)ML_LIMIT_TOKEN_BYTES + 1;
     std::memcpy(z.data(), &big, 4);
-    spit(bad, z.data(), z.size());
+    ml_test_write(bad, z.data(), z.size());
     needle = "max_token_length 1048577 is out of range";
   }
   for (const bool llama2c : {true, false}) {
@@ -215,7 +190,7 @@ TEST_CASE("convert: null paths are ML_E_ARG naming the option", "[convert]") {
 // space. Decided from the sizes alone (cv_alloc), so the test asks for no memory and runs at
 // once; the old std::vector-based converter died on std::length_error here.
 TEST_CASE("convert: a random shape too large to allocate is ML_E_NOMEM naming the tensor", "[convert]") {
-  tmp_dir d;
+  ml_test_dir d;
   const std::string out = d / "huge.mlb";
   cv_random_opts o = small_shape(out);
   o.heads = 1, o.kv_heads = 1, o.head_dim = 64;
@@ -232,7 +207,7 @@ TEST_CASE("convert: a random shape too large to allocate is ML_E_NOMEM naming th
 // The converter refuses what the loader refuses (model/limits.h), naming the option, before any
 // work: these shapes were once written (n_layers 5000, max_seq 2^32-1) or died allocating.
 TEST_CASE("convert: shapes beyond the engine's limits are ML_E_ARG naming the option", "[convert][limits]") {
-  tmp_dir d;
+  ml_test_dir d;
   const std::string out = d / "big.mlb";
   cv_random_opts o = small_shape(out);
   std::string needle;

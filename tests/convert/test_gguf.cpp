@@ -32,30 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct tmp_dir {
-  fs::path p;
-  tmp_dir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("krafla_gguf_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~tmp_dir() { fs::remove_all(p); }
-  std::string operator/(const char* name) const { return (p / name).string(); }
-};
-
-std::vector<uint8_t> slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in.good());
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void spit(const std::string& p, const std::vector<uint8_t>& b) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(b.data()), (std::streamsize)b.size());
-  REQUIRE(out.good());
-}
-
 // --- a tiny GGUF writer ----------------------------------------------------------------------
 
 struct bytes {
@@ -219,9 +195,9 @@ struct result {
   std::string msg, warn;
 };
 
-result convert(const tmp_dir& d, const std::vector<uint8_t>& file, uint32_t wtype = 0, const char* tmpl = nullptr) {
+result convert(const ml_test_dir& d, const std::vector<uint8_t>& file, uint32_t wtype = 0, const char* tmpl = nullptr) {
   const std::string in = d / "in.gguf", out = d / "out.mlb";
-  spit(in, file);
+  ml_test_write(in, file);
   cv_gguf_opts o = cv_gguf_defaults();
   o.path = in.c_str();
   o.out = out.c_str();
@@ -240,7 +216,7 @@ result convert(const tmp_dir& d, const std::vector<uint8_t>& file, uint32_t wtyp
 struct mlb_file {
   std::vector<uint8_t> bytes;
   ml_mlb m;
-  explicit mlb_file(const std::string& path) : bytes(slurp(path)) {
+  explicit mlb_file(const std::string& path) : bytes(ml_test_read(path)) {
     ml_error err;
     REQUIRE(ml_mlb_parse(&m, bytes.data(), bytes.size(), &err) == ML_OK);
   }
@@ -469,7 +445,7 @@ TEST_CASE("gguf: damaged or unsupported files are refused naming the key or tens
        }),
        ML_E_FORMAT, "tokenizer.ggml.scores has type array of i32"},
   };
-  tmp_dir d;
+  ml_test_dir d;
   for (const bad& c : cases) {
     INFO(c.what);
     const result r = convert(d, c.make());
@@ -481,7 +457,7 @@ TEST_CASE("gguf: damaged or unsupported files are refused naming the key or tens
 }
 
 TEST_CASE("gguf: a FIFO is refused without blocking, naming it", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   const std::string fifo = d / "pipe.gguf", out = d / "out.mlb";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   cv_gguf_opts o = cv_gguf_defaults();
@@ -496,7 +472,7 @@ TEST_CASE("gguf: a FIFO is refused without blocking, naming it", "[gguf]") {
 TEST_CASE("gguf: Q8_0 and Q4_0 tensors are copied bit for bit", "[gguf]") {
   for (uint32_t mt : {GGUF_T_Q8_0, GGUF_T_Q4_0}) {
     INFO("type " << mt);
-    tmp_dir d;
+    ml_test_dir d;
     gguf g = base(mt, 7 + mt);
     const result r = convert(d, g.build());
     REQUIRE(r.s == ML_OK);
@@ -522,7 +498,7 @@ TEST_CASE("gguf: Q8_0 and Q4_0 tensors are copied bit for bit", "[gguf]") {
 }
 
 TEST_CASE("gguf: Q4_0 into a Q8 model widens exactly, Q8_0 into Q4 and K-free F16 quantize", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   gguf g = base(GGUF_T_Q4_0, 3);
   REQUIRE(convert(d, g.build(), ML_DT_Q8).s == ML_OK);
   {
@@ -556,7 +532,7 @@ TEST_CASE("gguf: Q4_0 into a Q8 model widens exactly, Q8_0 into Q4 and K-free F1
 }
 
 TEST_CASE("gguf: a byte-level BPE vocabulary becomes a tokenizer.json with merges and special tokens", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   gguf g = base();
   // Byte-level pieces: "Ġ" is the space.
   const std::vector<std::string> toks = {"H", "e", "l", "o", "\xC4\xA0", "ll", "He", "<|end|>"};
@@ -595,7 +571,7 @@ TEST_CASE("gguf: stories260K.gguf gives stories260K.bin's model and tok512.bin's
     WARN("skipped: no " << gpath);
     return;
   }
-  tmp_dir d;
+  ml_test_dir d;
   const std::string gout = d / "g.mlb", lout = d / "l.mlb";
   cv_gguf_opts o = cv_gguf_defaults();
   o.path = gpath.c_str();
@@ -759,7 +735,7 @@ gguf as_arch(const std::string& arch) {
 }  // namespace
 
 TEST_CASE("gguf: qwen2, qwen3 and gemma3 headers follow llama.cpp's conventions", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   {
     const result r = convert(d, as_arch("qwen2").build());
     REQUIRE(r.s == ML_OK);
@@ -822,7 +798,7 @@ TEST_CASE("gguf: Llama 3's rope_freqs.weight becomes the llama3 RoPE scaling", "
     }
     return out;
   };
-  tmp_dir d;
+  ml_test_dir d;
   gguf g = base();
   g.kvs.push_back(kv_f32("llama.rope.freq_base", 500000.0f));
   g.ts.push_back({"rope_freqs.weight", {16}, GGUF_T_F32, freqs(32, 500000)});
@@ -873,7 +849,7 @@ TEST_CASE("gguf: K-quant matrices are decoded and requantized with the Q8 rule, 
   add("blk.0.ffn_up.weight", {D, 32});
   add("blk.0.ffn_down.weight", {32, D});
   add("output_norm.weight", {D});
-  tmp_dir d;
+  ml_test_dir d;
   const result r = convert(d, g.build());
   REQUIRE(r.s == ML_OK);
   CHECK(contains(r.warn, "1 tensor decoded and requantized to Q8"));

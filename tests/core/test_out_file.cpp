@@ -18,29 +18,11 @@
 
 #include "core/file.h"
 #include "core/out_file.h"
+#include "test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct tmp_dir {
-  fs::path p;
-  tmp_dir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("krafla_of_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~tmp_dir() { fs::remove_all(p); }
-  int count() const { return (int)std::distance(fs::directory_iterator(p), fs::directory_iterator()); }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void put(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
 bool contains(const char* msg, const std::string& s) { return std::string(msg).find(s) != std::string::npos; }
 
@@ -56,15 +38,15 @@ ml_status write_file(const fs::path& p, const std::string& s, ml_error* err, con
 }  // namespace
 
 TEST_CASE("an output replaces a regular file or creates a new one, keeping the old mode", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
   const fs::path a = d.p / "a.bin";
   REQUIRE(write_file(a, "first", &err) == ML_OK);
-  CHECK(slurp(a) == "first");
+  CHECK(ml_test_read<std::string>(a) == "first");
   ::chmod(a.c_str(), 0640);
   const std::string big(3 << 20, 'x');  // larger than the write buffer
   REQUIRE(write_file(a, big, &err) == ML_OK);
-  CHECK(slurp(a) == big);
+  CHECK(ml_test_read<std::string>(a) == big);
   struct stat st;
   REQUIRE(::stat(a.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0640);
@@ -72,23 +54,23 @@ TEST_CASE("an output replaces a regular file or creates a new one, keeping the o
 }
 
 TEST_CASE("a discarded output leaves the target as it was and no temporary file", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
   const fs::path a = d.p / "a.bin";
-  put(a, "old");
+  ml_test_write(a, "old");
   ml_out_file o;
   REQUIRE(ml_out_open(&o, a.c_str(), nullptr, 0, &err) == ML_OK);
   CHECK(fs::exists(o.tmp));
   CHECK(ml_out_write(&o, "new", 3, &err) == ML_OK);
   ml_out_discard(&o);
   ml_out_discard(&o);  // twice is harmless
-  CHECK(slurp(a) == "old");
+  CHECK(ml_test_read<std::string>(a) == "old");
   CHECK(d.count() == 1);
 }
 
 TEST_CASE("an output that is not a regular file or a new path is refused before anything is created",
           "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
   SECTION("a directory") {
     const fs::path p = d.p / "dir";
@@ -125,21 +107,21 @@ TEST_CASE("an output that is not a regular file or a new path is refused before 
 }
 
 TEST_CASE("an output through a symbolic link replaces the file it names and keeps the link", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
-  put(d.p / "real.bin", "old");
+  ml_test_write(d.p / "real.bin", "old");
   fs::create_symlink("real.bin", d.p / "link.bin");
   REQUIRE(write_file(d.p / "link.bin", "new", &err) == ML_OK);
   CHECK(fs::is_symlink(d.p / "link.bin"));
-  CHECK(slurp(d.p / "real.bin") == "new");
+  CHECK(ml_test_read<std::string>(d.p / "real.bin") == "new");
   CHECK(d.count() == 2);
 }
 
 TEST_CASE("an output that is the same file as an input is refused, naming both", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
   const fs::path in = d.p / "in.bin", alias = d.p / "alias.bin";
-  put(in, "input");
+  ml_test_write(in, "input");
   fs::create_hard_link(in, alias);
   SECTION("an input named by the caller, under another name") {
     CHECK(write_file(alias, "x", &err, in.c_str()) == ML_E_ARG);
@@ -152,17 +134,17 @@ TEST_CASE("an output that is the same file as an input is refused, naming both",
     CHECK(write_file(alias, "x", &err) == ML_E_ARG);
     CHECK(contains(err.msg, in.string()));
     ml_file_close(&f);
-    CHECK(slurp(in) == "input");
+    CHECK(ml_test_read<std::string>(in) == "input");
     CHECK(write_file(alias, "x", &err) == ML_OK);
-    CHECK(slurp(alias) == "x");
+    CHECK(ml_test_read<std::string>(alias) == "x");
   }
-  CHECK(slurp(in).size() > 0);
+  CHECK(ml_test_read<std::string>(in).size() > 0);
 }
 
 TEST_CASE("a failed write removes the temporary file at once and the error sticks", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   const fs::path a = d.p / "a.bin";
-  put(a, "old");
+  ml_test_write(a, "old");
   // In a child: RLIMIT_FSIZE makes writes past 1000 bytes fail with EFBIG, like a full disk.
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -184,12 +166,12 @@ TEST_CASE("a failed write removes the temporary file at once and the error stick
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(slurp(a) == "old");
+  CHECK(ml_test_read<std::string>(a) == "old");
   CHECK(d.count() == 1);
 }
 
 TEST_CASE("SIGTERM while an output is open removes its temporary file and kills the process", "[out_file]") {
-  tmp_dir d;
+  ml_test_dir d;
   const fs::path a = d.p / "a.bin";
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
@@ -218,7 +200,7 @@ TEST_CASE("SIGTERM while an output is open removes its temporary file and kills 
 }
 
 TEST_CASE("an input that is not a regular file is refused at once, naming it", "[file]") {
-  tmp_dir d;
+  ml_test_dir d;
   ml_error err;
   ml_file f;
   SECTION("a FIFO with no writer: open must not wait for one") {
@@ -233,7 +215,7 @@ TEST_CASE("an input that is not a regular file is refused at once, naming it", "
     CHECK(contains(err.msg, "a directory"));
   }
   SECTION("a regular file still opens and reads") {
-    put(d.p / "r.bin", "abc");
+    ml_test_write(d.p / "r.bin", "abc");
     REQUIRE(ml_file_open(&f, (d.p / "r.bin").c_str(), &err) == ML_OK);
     CHECK(f.size == 3);
     CHECK(std::memcmp(f.data, "abc", 3) == 0);

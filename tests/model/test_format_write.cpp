@@ -13,6 +13,7 @@
 
 #include "model/format.h"
 #include "model/format_write.h"
+#include "test_util.h"
 
 namespace {
 
@@ -29,24 +30,6 @@ float rdf(const std::vector<uint8_t>& b, size_t o) {
   std::memcpy(&f, &u, 4);
   return f;
 }
-
-std::vector<uint8_t> slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// A fresh directory per test case, removed at the end.
-struct tmp_dir {
-  fs::path p;
-  tmp_dir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("krafla_fw_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~tmp_dir() { fs::remove_all(p); }
-  int count() const { return (int)std::distance(fs::directory_iterator(p), fs::directory_iterator()); }
-};
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
@@ -117,7 +100,7 @@ ml_mlb_header distinct_header(uint32_t scale_type) {
 }  // namespace
 
 TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs/format.md says", "[format]") {
-  tmp_dir dir;
+  ml_test_dir dir;
   const uint32_t st = GENERATE(ML_SCALE_F32, ML_SCALE_F16);
   const uint32_t sbytes = st == ML_SCALE_F32 ? 4 : 2;
   const ml_mlb_header h = distinct_header(st);
@@ -144,7 +127,7 @@ TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs
   ml_error err;
   REQUIRE(ml_mlb_write(path.c_str(), &h, t.data(), t.size(), tok.data(), tok.size(), &err) == ML_OK);
   CHECK(dir.count() == 1);  // no temporary file left behind
-  const auto b = slurp(path);
+  const auto b = ml_test_read(path);
   REQUIRE(b.size() >= 256);
 
   // Header.
@@ -227,14 +210,14 @@ TEST_CASE("ml_mlb_write lays out header, directory, arrays and tokenizer as docs
 }
 
 TEST_CASE("ml_mlb_write without a tokenizer ends at the last array", "[format]") {
-  tmp_dir dir;
+  ml_test_dir dir;
   ml_mlb_header h = distinct_header(ML_SCALE_F32);
   const auto q = pattern(2 * 64, 1), s = pattern(2 * 2 * 4, 2);
   const ml_mlb_tensor_src t = make("w", ML_DT_Q8, ML_SCALE_F32, 2, 64, q, &s);
   const fs::path path = dir.p / "m.mlb";
   ml_error err;
   REQUIRE(ml_mlb_write(path.c_str(), &h, &t, 1, nullptr, 0, &err) == ML_OK);
-  const auto b = slurp(path);
+  const auto b = ml_test_read(path);
   CHECK(rd32(b, 148) == 1);
   CHECK(rd64(b, 160) == 0);
   CHECK(rd64(b, 168) == 0);
@@ -246,7 +229,7 @@ TEST_CASE("ml_mlb_write without a tokenizer ends at the last array", "[format]")
 }
 
 TEST_CASE("ml_mlb_write replaces an existing file only when it succeeds", "[format]") {
-  tmp_dir dir;
+  ml_test_dir dir;
   const ml_mlb_header h = distinct_header(ML_SCALE_F32);
   const fs::path path = dir.p / "m.mlb";
   const auto q = pattern(64, 1), s = pattern(8, 2);
@@ -264,7 +247,7 @@ TEST_CASE("ml_mlb_write replaces an existing file only when it succeeds", "[form
     CHECK(ml_mlb_write(path.c_str(), &h, &bad, 1, nullptr, 0, &err) == ML_E_ARG);
     bad = make("w", 7, ML_SCALE_F32, 1, 64, q, &s);
     CHECK(ml_mlb_write(path.c_str(), &h, &bad, 1, nullptr, 0, &err) == ML_E_ARG);
-    CHECK(slurp(path) == std::vector<uint8_t>{'o', 'l', 'd'});
+    CHECK(ml_test_read(path) == std::vector<uint8_t>{'o', 'l', 'd'});
     CHECK(dir.count() == 1);
   }
   SECTION("a second write replaces the first") {
@@ -272,7 +255,7 @@ TEST_CASE("ml_mlb_write replaces an existing file only when it succeeds", "[form
     const ml_mlb_tensor_src two[2] = {a, make("b", ML_DT_Q8, ML_SCALE_F32, 1, 64, q, &s)};
     REQUIRE(ml_mlb_write(path.c_str(), &h, two, 2, nullptr, 0, &err) == ML_OK);
     REQUIRE(ml_mlb_write(path.c_str(), &h, &a, 1, nullptr, 0, &err) == ML_OK);
-    const auto b = slurp(path);
+    const auto b = ml_test_read(path);
     CHECK(rd32(b, 148) == 1);
     CHECK(rd64(b, 176) == b.size());
     CHECK(dir.count() == 1);
@@ -308,7 +291,7 @@ TEST_CASE("ml_mlb_encode_tensor keeps at least one NUL after the name", "[format
 }
 
 TEST_CASE("a file from ml_mlb_write parses back with ml_mlb_parse", "[format]") {
-  tmp_dir dir;
+  ml_test_dir dir;
   const uint32_t st = GENERATE(ML_SCALE_F32, ML_SCALE_F16);
   const uint32_t sbytes = st == ML_SCALE_F32 ? 4 : 2;
   const ml_mlb_header h = distinct_header(st);
@@ -326,7 +309,7 @@ TEST_CASE("a file from ml_mlb_write parses back with ml_mlb_parse", "[format]") 
   ml_error err;
   REQUIRE(ml_mlb_write(path.c_str(), &h, t.data(), t.size(), with_tok ? tok.data() : nullptr, with_tok ? tok.size() : 0,
                        &err) == ML_OK);
-  const auto b = slurp(path);
+  const auto b = ml_test_read(path);
   ml_mlb m;
   INFO(err.msg);
   REQUIRE(ml_mlb_parse(&m, b.data(), b.size(), &err) == ML_OK);
