@@ -1161,3 +1161,35 @@ TEST_CASE("gguf: damaged qwen35 files are refused naming the key or tensor", "[g
   CHECK(r.s == ML_OK);
   CHECK(contains(r.warn, "leaves 2 of the 4 rotated pairs (the first: pair 1) unrotated"));
 }
+
+TEST_CASE("gguf: the qwen35 pre-tokenizer keeps combining marks in a letter run, qwen2's splits them", "[gguf]") {
+  // "कि": क (E0 A4 95) and the vowel sign ि (E0 A4 BF, category Mc), as GPT-2 byte-level pieces
+  // (bytes_to_unicode: E0 -> à, A4 -> ¤, 95 -> ķ, BF -> ¿), with merges up to the whole syllable.
+  const std::string a = "\xC3\xA0", c = "\xC2\xA4", k = "\xC4\xB7", i = "\xC2\xBF";
+  const std::vector<std::string> toks = {a, c, k, i, a + c, a + c + k, a + c + i, a + c + k + a + c + i};
+  for (const char* pre : {"qwen35", "qwen2"}) {
+    INFO(pre);
+    tmp_dir d;
+    gguf g = base();
+    g.kvs.push_back(kv_str("tokenizer.ggml.model", "gpt2"));
+    g.kvs.push_back(kv_str("tokenizer.ggml.pre", pre));
+    g.kvs.push_back(kv_strs("tokenizer.ggml.tokens", toks));
+    g.kvs.push_back(kv_strs("tokenizer.ggml.merges", {a + " " + c, a + c + " " + k, a + c + " " + i,
+                                                      a + c + k + " " + a + c + i}));
+    const result r = convert(d, g.build());
+    REQUIRE(r.msg == "");
+    ml_model m;
+    ml_error err;
+    REQUIRE(ml_model_load(&m, (d / "out.mlb").c_str(), &err) == ML_OK);
+    ml_model_options mo;
+    mo.pack = false;
+    REQUIRE(ml_model_prepare(&m, &mo, &err) == ML_OK);
+    int32_t ids[8];
+    size_t n = 0;
+    REQUIRE(ml_tokenizer_encode(m.tok, "\xE0\xA4\x95\xE0\xA4\xBF", 6, false, ids, 8, &n, &err) == ML_OK);
+    // qwen35: one pre-token, merged whole; qwen2: the sign is a pre-token of its own.
+    const std::vector<int32_t> want = std::string(pre) == "qwen35" ? std::vector<int32_t>{7} : std::vector<int32_t>{5, 6};
+    CHECK(std::vector<int32_t>(ids, ids + n) == want);
+    ml_model_free(&m);
+  }
+}
