@@ -12,6 +12,8 @@ rows and gated delta rule). The weights are chosen exactly representable in Q8 (
 is k * 2^-e with |k| <= 127 and one |k| = 127), so what remains is the engine's float32
 arithmetic and its Q8 activations: the logits must agree within 1.5% (they do within 0.6%); a wrong
 orientation, norm offset, RoPE layout or gate split is off by more (tested: 2% to 40%).
+The Qwen3.5 folder is also written as the GGUF llama.cpp's converter makes of it (value heads
+tiled, 1 + w norms, an MTP layer appended): `ml_convert gguf` of it gives `ml_convert hf`'s logits.
 
 Usage: test_hf_import.py --bin DIR --shared DIR --work DIR"""
 import array
@@ -458,6 +460,117 @@ class HfArchs(unittest.TestCase):
 
     def test_qwen3_5(self):
         self.check_arch("qwen3_5", 5)
+
+    def test_qwen3_5_gguf_as_llamacpp_writes_it(self):
+        """The same Qwen3.5 weights as the GGUF llama.cpp's converter writes (conversion/qwen.py,
+        Qwen3_5TextModel), built here: `ml_convert gguf` of it gives the logits `ml_convert hf
+        --scales f16` gives of the folder."""
+        m = TinyHf("qwen3_5", 5)
+        d = ENV.path("tiny-qwen3_5-gguf")
+        shutil.rmtree(d, ignore_errors=True)
+        m.write(d)
+        a, b, gg = ENV.path("tiny-q35-hf.mlb"), ENV.path("tiny-q35-gguf.mlb"), ENV.path("tiny-q35.gguf")
+        h.run([ENV.exe("ml_convert"), "hf", d, "--scales", "f16", "-o", a])
+        with open(gg, "wb") as f:
+            f.write(llamacpp_qwen35_gguf(m))
+        code, _, err = h.run([ENV.exe("ml_convert"), "gguf", gg, "-o", b])
+        self.assertIn("skipped 15 tensors of the multi-token-prediction layer 4..4", err)
+        self.assertNotIn("M-RoPE", err)
+        la = np.array(logits(a, self.TOKENS), dtype=np.float64)
+        lb = np.array(logits(b, self.TOKENS), dtype=np.float64)
+        diff = np.abs(la - lb).max() / np.abs(la).max()
+        print("qwen3_5 via llama.cpp's GGUF layout: max |hf - gguf| / max |hf| = %.3g" % diff)
+        # Only ssm_a could differ: -exp(A_log) in float32 here (as the converter's torch computes it)
+        # and from double in ml_convert hf, an ulp apart at most (equal here: the logits are too). The
+        # importer without its value-head untiling is 6% off.
+        self.assertLess(diff, 1e-5)
+
+
+def llamacpp_qwen35_gguf(m):
+    """m's tensors as llama.cpp's converter stores them: GGUF names, (1 + w) norms but
+    linear_attn.norm, A = -exp(A_log), conv1d squeezed to [K, ch], value heads tiled (nv > nk:
+    _LinearAttentionVReorderBase), q_proj kept whole as attn_q, all F32; and an MTP layer after the
+    others (_Qwen35MtpMixin: block_count + 1, nextn_predict_layers 1), which the importer skips."""
+    import struct
+    nk, nv, dk, dv, L = m.nk, m.nv, m.dk, m.dv, m.L
+    per = nv // nk
+
+    def tile(x, axis, before, width):
+        # grouped [nk, per, width] -> tiled [per, nk, width] over x[before:] along axis
+        x = np.moveaxis(x, axis, 0)
+        head, rest = x[:before], x[before:]
+        rest = rest.reshape((nk, per, width) + rest.shape[1:]).swapaxes(0, 1).reshape(rest.shape)
+        return np.moveaxis(np.concatenate([head, rest]), 0, axis)
+
+    f32 = lambda x: np.ascontiguousarray(x, dtype=np.float32)
+    src = {k: f32(v[1]) for k, v in m.files.items()}
+    P, out = m.P, []
+
+    def put(name, x):
+        out.append((name, list(reversed(x.shape)), 0, f32(x).tobytes()))
+
+    put("token_embd.weight", src[P + "embed_tokens.weight"])
+    for l in range(L + 1):
+        p, b = P + "layers.%d." % min(l, L - 1), "blk.%d." % l
+        put(b + "attn_norm.weight", src[p + "input_layernorm.weight"] + np.float32(1))
+        put(b + "post_attention_norm.weight", src[p + "post_attention_layernorm.weight"] + np.float32(1))
+        if l < L and m.linear(l):
+            a = p + "linear_attn."
+            put(b + "attn_qkv.weight", tile(src[a + "in_proj_qkv.weight"], 0, 2 * nk * dk, dv))
+            put(b + "attn_gate.weight", tile(src[a + "in_proj_z.weight"], 0, 0, dv))
+            put(b + "ssm_beta.weight", tile(src[a + "in_proj_b.weight"], 0, 0, 1))
+            put(b + "ssm_alpha.weight", tile(src[a + "in_proj_a.weight"], 0, 0, 1))
+            put(b + "ssm_conv1d.weight", tile(src[a + "conv1d.weight"][:, 0, :], 0, 2 * nk * dk, dv))
+            put(b + "ssm_a", tile(-np.exp(src[a + "A_log"]), 0, 0, 1))
+            put(b + "ssm_dt.bias", tile(src[a + "dt_bias"], 0, 0, 1))
+            put(b + "ssm_norm.weight", src[a + "norm.weight"])
+            put(b + "ssm_out.weight", tile(src[a + "out_proj.weight"], 1, 0, dv))
+        else:
+            if l == L:  # the MTP layer: an attention layer's tensors (one of the model's, reused) and its own
+                p = P + "layers.%d." % next(i for i in range(L) if not m.linear(i))
+                put(b + "nextn.eh_proj.weight", np.zeros((m.dim, 2 * m.dim), np.float32))
+                for n in ("enorm", "hnorm", "shared_head_norm"):
+                    put(b + "nextn.%s.weight" % n, np.ones(m.dim, np.float32))
+            s_ = p + "self_attn."
+            put(b + "attn_q.weight", src[s_ + "q_proj.weight"])
+            put(b + "attn_k.weight", src[s_ + "k_proj.weight"])
+            put(b + "attn_v.weight", src[s_ + "v_proj.weight"])
+            put(b + "attn_output.weight", src[s_ + "o_proj.weight"])
+            put(b + "attn_q_norm.weight", src[s_ + "q_norm.weight"] + np.float32(1))
+            put(b + "attn_k_norm.weight", src[s_ + "k_norm.weight"] + np.float32(1))
+        put(b + "ffn_gate.weight", src[p + "mlp.gate_proj.weight"])
+        put(b + "ffn_up.weight", src[p + "mlp.up_proj.weight"])
+        put(b + "ffn_down.weight", src[p + "mlp.down_proj.weight"])
+    put("output_norm.weight", src[P + "norm.weight"] + np.float32(1))
+
+    def s(x):
+        x = x.encode()
+        return struct.pack("<Q", len(x)) + x
+
+    def u32(k, v):
+        return s("qwen35." + k) + struct.pack("<II", 4, v)
+
+    half = m.n_rot // 2
+    kvs = [s("general.architecture") + struct.pack("<I", 8) + s("qwen35"),
+           u32("block_count", L + 1), u32("nextn_predict_layers", 1), u32("context_length", 64),
+           u32("embedding_length", m.dim), u32("feed_forward_length", m.hid), u32("attention.head_count", m.nh),
+           u32("attention.head_count_kv", m.nkv), u32("attention.key_length", m.hd),
+           u32("attention.value_length", m.hd), u32("rope.dimension_count", m.n_rot),
+           u32("ssm.conv_kernel", m.K), u32("ssm.state_size", dk), u32("ssm.group_count", nk),
+           u32("ssm.time_step_rank", nv), u32("ssm.inner_size", nv * dv), u32("full_attention_interval", m.period),
+           s("qwen35.attention.layer_norm_rms_epsilon") + struct.pack("<If", 6, m.eps),
+           s("qwen35.rope.freq_base") + struct.pack("<If", 6, m.theta),
+           # Qwen3.5's mrope_section [11, 11, 10] scaled to n_rot / 2 pairs, all three sections used
+           s("qwen35.rope.dimension_sections") + struct.pack("<IIQ4i", 9, 5, 4, (half + 2) // 3, (half + 1) // 3,
+                                                             half // 3, 0)]
+    head = struct.pack("<IIQQ", 0x46554747, 3, len(out), len(kvs)) + b"".join(kvs)
+    infos, body = b"", b""
+    for name, ne, t, data in out:
+        infos += s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        infos += struct.pack("<IQ", t, len(body))
+        body += data + b"\0" * (-len(data) % 32)
+    hdr = head + infos
+    return hdr + b"\0" * (-len(hdr) % 32) + body
 
 
 def main():

@@ -20,8 +20,8 @@ Mutations of the GGUF file (gate/up swapped, q/k rows in the rotate-half layout,
 +1) must each fail that comparison: the test shows it catches the mistakes it is there for.
 Architectures (class Archs): qwen2, qwen3, gemma3 and a Llama in Hugging Face's rotate-half
 layout (SmolLM2), from their real config.json files (`ml_convert random --config`, shortened), under
-the same criterion. Roundtrip: `ml_convert gguf` of each written GGUF gives back the .mlb's logits
-bit for bit. The real llama-2-tiny-random.gguf (F16, 32000 tokens) through `ml_convert gguf`:
+the same criterion. Roundtrip: `ml_convert gguf` of each written GGUF (Qwen3.5 included) gives back
+the .mlb's logits bit for bit. The real llama-2-tiny-random.gguf (F16, 32000 tokens) through `ml_convert gguf`:
 krafla's greedy tokens and logits against llama.cpp's on the file itself.
 
   test_llamacpp.py --bin BUILD/bin --shared SHARED --work DIR [--node node] [-k NAME]
@@ -393,6 +393,10 @@ class Roundtrip(unittest.TestCase):
     def test_qwen2_q8(self): self.check("qwen2", "q8")
     def test_qwen3_q4(self): self.check("qwen3", "q4")
     def test_gemma3_q8(self): self.check("gemma3", "q8")
+    # Qwen3.5: attn_q's merged query and gate split again, the gated-delta tensors and the ssm_*,
+    # full_attention_interval and M-RoPE keys back into the header.
+    def test_qwen35_q8(self): self.check("qwen35", "q8")
+    def test_qwen35_q4(self): self.check("qwen35", "q4")
     def test_llama_half_q8(self): self.check("llama_smollm2", "q8", exact=False)
 
 

@@ -13,7 +13,8 @@
 // (BPE model with the vocabulary and merges, the pre-tokenizer of llama.cpp's pre name, ByteLevel
 // decoder, CONTROL and USER_DEFINED tokens as added_tokens, special for CONTROL, BOS prepended when
 // tokenizer.ggml.add_bos_token) in a kind-2 section with tokenizer.chat_template. Pre names:
-// llama-bpe/llama3 (Llama 3), qwen2, smollm, gpt2; others are refused naming them.
+// llama-bpe/llama3 (Llama 3), qwen2, qwen35 (llama.cpp's regex for Qwen3.5, NFC as qwen2: assumed
+// from Qwen2.5's tokenizer.json, Qwen3.5's was not at hand), smollm, gpt2; others are refused naming them.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -144,6 +145,10 @@ const char* pre_tokenizer(const gguf_str& pre, bool* nfc) {
   if (is("qwen2")) {
     *nfc = true;
     return R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]})";
+  }
+  if (is("qwen35")) {  // Qwen3.5: qwen2's with combining marks (\p{M}) kept in letter runs
+    *nfc = true;
+    return R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]})";
   }
   if (is("smollm"))
     return R"({"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true}]})";
@@ -344,7 +349,7 @@ ml_status bpe(cv_model* m, const gguf_file* g, const gguf_str* tok, uint64_t n, 
   const char* pt = pre_tokenizer(pre, &nfc);
   if (!pt)
     return ml_fail(err, ML_E_FORMAT, "%s: key tokenizer.ggml.pre: pre-tokenizer \"%.*s\" is not supported (llama-bpe, "
-                   "qwen2, smollm, gpt2)", g->path, (int)(pre.len > 64 ? 64 : pre.len), pre.p);
+                   "qwen2, qwen35, smollm, gpt2)", g->path, (int)(pre.len > 64 ? 64 : pre.len), pre.p);
   const gguf_kv* merges;
   ML_TRY(gguf_get_array(g, "tokenizer.ggml.merges", GGUF_V_STRING, true, &merges, err));
   cv_buf mbuf;
