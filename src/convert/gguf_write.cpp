@@ -383,7 +383,7 @@ void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, co
     // Interleaved M-RoPE's sections (Qwen3.5's [11, 11, 10, 0] for 64 rotated dims): for text every
     // section sees the same position, so this is NEOX rope over n_rot, as krafla computes.
     const uint32_t half = (h.n_rot ? h.n_rot : h.head_dim) / 2;
-    const uint32_t sec[4] = {half - 2 * (half / 3), half / 3, half / 3, 0};
+    const uint32_t sec[4] = {(half + 2) / 3, (half + 1) / 3, half / 3, 0};  // 32 -> 11, 11, 10
     w->akey("rope.dimension_sections", GGUF_V_ARRAY), o->u32(GGUF_V_I32), o->u64(4);
     for (uint32_t x : sec) o->u32(x);
   }

@@ -1008,7 +1008,7 @@ void check_tensors(mlb_file& f, const q35_file& q) {
 }  // namespace
 
 TEST_CASE("gguf: qwen35 comes back in the .mlb's layout (q/gate split, value heads grouped)", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   // nv = 3 nk: the tiled and grouped orders differ and are not each other's inverse.
   for (uint32_t nv : {2u, 6u}) {
     INFO("value heads " << nv);
@@ -1042,7 +1042,7 @@ TEST_CASE("gguf: qwen35 comes back in the .mlb's layout (q/gate split, value hea
 }
 
 TEST_CASE("gguf: qwen35's MTP layers are skipped with a warning; recurrent_layers gives the period", "[gguf]") {
-  tmp_dir d;
+  ml_test_dir d;
   q35_file q = qwen35(2, 2);
   gguf& g = q.file;
   *g.find("qwen35.block_count") = kv_u32("qwen35.block_count", 3);
@@ -1120,7 +1120,7 @@ TEST_CASE("gguf: damaged qwen35 files are refused naming the key or tensor", "[g
       {"a missing ssm tensor", [](gguf& g) { g.erase_tensor("blk.0.ssm_dt.bias"); }, ML_E_FORMAT,
        "tensor blk.0.ssm_dt.bias is missing"},
   };
-  tmp_dir d;
+  ml_test_dir d;
   for (const bad& c : cases) {
     INFO(c.what);
     q35_file q = qwen35(2, 2);
@@ -1145,7 +1145,7 @@ TEST_CASE("gguf: the qwen35 pre-tokenizer keeps combining marks in a letter run,
   const std::vector<std::string> toks = {a, c, k, i, a + c, a + c + k, a + c + i, a + c + k + a + c + i};
   for (const char* pre : {"qwen35", "qwen2"}) {
     INFO(pre);
-    tmp_dir d;
+    ml_test_dir d;
     gguf g = base();
     g.kvs.push_back(kv_str("tokenizer.ggml.model", "gpt2"));
     g.kvs.push_back(kv_str("tokenizer.ggml.pre", pre));
