@@ -93,7 +93,7 @@ int ml_main(int argc, char** argv) {
   hf->add_option("--chat-template", h_tmpl, "a Jinja chat template file replacing the tokenizer's");
   ml_convert_gguf_params go = ml_convert_gguf_defaults();
   std::string g_path, g_out, g_wtype, g_tmpl;
-  CLI::App* gg = app.add_subcommand("gguf", "a GGUF file (llama.cpp): llama, qwen2, qwen3, gemma3, with its tokenizer");
+  CLI::App* gg = app.add_subcommand("gguf", "a GGUF file (llama.cpp): llama, qwen2, qwen3, gemma3, qwen35, with its tokenizer");
   gg->add_option("file", g_path, "the .gguf file")->required();
   gg->add_option("-o,--output", g_out, "the .mlb file to write")->required();
   gg->add_option("--wtype", g_wtype,

@@ -349,7 +349,7 @@ ml_status ml_convert_llama2c(const ml_convert_llama2c_params* p, ml_error* err);
 ml_status ml_convert_random(const ml_convert_random_params* p, ml_error* err);
 ml_status ml_convert_hf(const ml_convert_hf_params* p, ml_error* err);
 
-/* A GGUF file (llama.cpp's format: llama, qwen2, qwen3, gemma3) with its tokenizer to an .mlb.
+/* A GGUF file (llama.cpp's format: llama, qwen2, qwen3, gemma3, qwen35) with its tokenizer to an .mlb.
  * Q8_0/Q4_0 tensors are copied bit for bit, F32/F16/BF16 quantized, K-quants and other 32-value
  * types decoded and requantized (one call of warn names them); others refused naming the tensor. */
 typedef struct ml_convert_gguf_params {
