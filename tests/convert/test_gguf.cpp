@@ -1041,7 +1041,7 @@ TEST_CASE("gguf: qwen35 comes back in the .mlb's layout (q/gate split, value hea
   }
 }
 
-TEST_CASE("gguf: qwen35's MTP layers are skipped with a warning; recurrent_layers gives the period", "[gguf]") {
+TEST_CASE("gguf: qwen35's MTP layers are skipped with a warning, recurrent_layers gives the period", "[gguf]") {
   ml_test_dir d;
   q35_file q = qwen35(2, 2);
   gguf& g = q.file;
