@@ -25,7 +25,7 @@ ml_status carve(ml_session* s, const ml_config& c, ml_error* err) {
   const size_t delta_floats = c.n_linear > 0 ? ml_delta_state_floats(&c.delta) : 0;
   if (c.n_linear > 0) ML_TRY(ml_arena_take(a, (size_t)c.n_layers, &s->delta, err));
   for (int l = 0; l < c.n_layers; ++l) {
-    if (s->model->layers[l].kind == ML_LAYER_LINEAR) {  // a recurrent state in place of a KV cache
+    if (c.n_linear > 0 && s->model->layers[l].kind == ML_LAYER_LINEAR) {  // a recurrent state, no KV cache
       float* mem = nullptr;
       ML_TRY(ml_arena_take(a, delta_floats, &mem, err));
       if (s->delta) ml_delta_state_init(&s->delta[l], mem, &c.delta);
