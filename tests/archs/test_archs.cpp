@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "convert/convert.h"
+#include "core/threads.h"
 #include "model/exec.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -72,7 +73,7 @@ std::vector<float> run(const std::string& path, const std::vector<int32_t>& ids,
   REQUIRE(ml_model_prepare(&m, &mo, &err) == ML_OK);
   ml_exec e;
   ml_exec_opts eo;
-  eo.n_threads = threads;
+  eo.n_threads = ml_pool_threads_built() ? threads : 1;  // the single-threaded wasm builds run one
   eo.max_batch = batch;
   REQUIRE(ml_exec_init(&e, &m, &eo, &err) == ML_OK);
   ml_session s;
