@@ -38,7 +38,15 @@ test('headers: .mlb and llama2.c, with memory estimates', () => {
   assert.ok(checkFits(p, 'x') < 200e6);
   assert.throws(() => checkFits(p, 'x', { limit: 10e6 }), /cannot fit/);
   dv.setUint32(8, 2, true);
-  assert.throws(() => parseHeader(h), /version 2 is not supported/);
+  assert.equal(parseHeader(h).kind, 'mlb'); // format version 2 (issue 15)
+  dv.setUint32(8, 3, true);
+  assert.throws(() => parseHeader(h), /version 3 is not supported/);
+  // A GGUF file: the engine converts it at load; its shape is not estimated here.
+  const g = new Uint8Array([...'GGUF'].map((c) => c.charCodeAt(0)).concat([3, 0, 0, 0]));
+  assert.equal(parseHeader(g).kind, 'gguf');
+  assert.equal(checkFits(parseHeader(g), 'g'), 0);
+  g[4] = 9;
+  assert.throws(() => parseHeader(g), /GGUF version 9 is not supported/);
 
   const l = new Int32Array([288, 768, 6, 6, 6, 32000, 256]);
   const q = parseHeader(new Uint8Array(l.buffer));
