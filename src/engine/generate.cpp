@@ -108,6 +108,8 @@ ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* p
   if (n_prompt > (size_t)(ctx - pos))
     return ml_fail(err, ML_E_ARG, "the prompt has %zu tokens, more than the %d positions left of the context of %d",
                    n_prompt, ctx - pos, ctx);
+  if (p->min_p != 0.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
+    return ml_fail(err, ML_E_ARG, "min_p and the presence/frequency penalties are not supported yet");
   ml_sampler_params sp{p->temperature, p->top_p, p->top_k, p->seed};
   ML_TRY(ml_session_set_sampler(s, &sp, err));
   ml_gen* g = new (std::nothrow) ml_gen;
@@ -178,6 +180,14 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
   }
   g->pending = next;
   return ML_OK;
+}
+
+int32_t ml_gen_take_pending(ml_gen* g) {
+  if (g->done || g->pending < 0) return -1;
+  if (ml_session_pos(g->session) >= ml_session_ctx(g->session)) return -1;
+  const int32_t t = g->pending;
+  g->pending = -1;
+  return t;
 }
 
 void ml_gen_cancel(ml_gen* g, const char** text, size_t* len) {

@@ -252,6 +252,9 @@ typedef struct ml_gen_params {
   int stop_at_eos;          /* stop when EOS, BOS or an end-of-turn token (ml_token_is_eog) is sampled */
   const char* const* stop;  /* stop strings (UTF-8); the text ends before the first match */
   size_t n_stop;
+  float min_p;              /* 0 = off; else drop ids less probable than min_p times the most probable */
+  float presence_penalty;   /* OpenAI's: subtracted once from the logit of every id generated so far */
+  float frequency_penalty;  /* OpenAI's: subtracted per occurrence among the ids generated so far */
 } ml_gen_params;
 
 typedef enum ml_stop_reason {
@@ -281,6 +284,12 @@ typedef struct ml_gen_stats {
 ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* prompt, size_t n_prompt,
                        const ml_gen_params* p, ml_error* err);
 ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err);
+/* For a caller that steps many generations in one batch (ml_server's continuous batching): hands
+ * over the token that the next ml_gen_next would feed first, so that the caller feeds it itself
+ * (ml_eval_batch, with logits) before that call, which then only samples. -1 when there is none,
+ * or when the session's context is full (ml_gen_next then ends generation with ML_STOP_CONTEXT).
+ * A taken token that is not fed before ml_gen_next leaves the sample drawn from stale logits. */
+int32_t ml_gen_take_pending(ml_gen* g);
 /* Ends generation now (reason ML_STOP_CALLBACK) and returns the text still held back, if any. */
 void ml_gen_cancel(ml_gen* g, const char** text, size_t* len);
 ml_gen_stats ml_gen_get_stats(const ml_gen* g);
