@@ -234,6 +234,20 @@ test('errors in OpenAI shape: 400, 404, 405, 413, context_length_exceeded', asyn
     (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
 });
 
+test('min_p and the penalties are honoured or refused with 400, never a server error', async () => {
+  for (const extra of [{ min_p: 0.1 }, { presence_penalty: 0.5 }, { frequency_penalty: -0.5 }]) {
+    for (const stream of [false, true]) {
+      try {
+        const r = await client.completions.create({ model: 'm', prompt: 'Hi', max_tokens: 4, seed: 1, stream, ...extra });
+        if (stream) for await (const ch of r) assert.ok(ch.choices);
+        else assert.equal(typeof r.choices[0].text, 'string');
+      } catch (e) {
+        assert.ok(e instanceof OpenAI.BadRequestError, `${JSON.stringify(extra)}: ${e}`);
+      }
+    }
+  }
+});
+
 test('tokenize and detokenize', async () => {
   const auth = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
   const t = await fetch(srv.base + '/tokenize', { method: 'POST', headers: auth,

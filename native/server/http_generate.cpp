@@ -116,7 +116,10 @@ job_event next_event(job& j) {
   return ev;
 }
 
-api_error engine_error(const std::string& message) {
+// A job's error before its first token is the engine refusing the request's settings (ML_E_ARG
+// from ml_gen_start: 400); after it, a failure of the engine (500).
+api_error engine_error(const std::string& message, bool started) {
+  if (!started) return make_error(400, "the request cannot be served: " + message, "invalid_request_error");
   return make_error(500, "generation failed: " + message, "server_error");
 }
 
@@ -128,9 +131,9 @@ void apply_done(gen_result& r, const job_event& ev) {
 }
 
 void reply_whole(const gen_request& rq, gen_result head, job& j, logprob_writer lw, httplib::Response& res) {
-  for (;;) {
+  for (bool started = false;; started = true) {
     job_event ev = next_event(j);
-    if (ev.kind == job_event::error) return send_error(res, engine_error(ev.message));
+    if (ev.kind == job_event::error) return send_error(res, engine_error(ev.message, started));
     head.text += ev.text;
     if (rq.logprobs >= 0)
       for (token_logprob& lp : lw.convert(ev.tokens)) head.logprobs.push_back(std::move(lp));
@@ -177,7 +180,7 @@ bool stream_step(stream_state& s, httplib::DataSink& sink) {
     return true;  // nothing yet: cpp-httplib calls again
   }
   if (ev.kind == job_event::error) {
-    write_data(sink, error_json(engine_error(ev.message)));
+    write_data(sink, error_json(engine_error(ev.message, true)));
     sink.done();
     return true;
   }
@@ -252,7 +255,7 @@ void handle_generate(server_context& c, endpoint kind, const httplib::Request& r
   // is still a plain HTTP error, before any byte of the stream.
   auto st = std::make_shared<stream_state>(&c.in_flight);
   st->first = next_event(*j);
-  if (st->first.kind == job_event::error) return send_error(res, engine_error(st->first.message));
+  if (st->first.kind == job_event::error) return send_error(res, engine_error(st->first.message, false));
   st->rq = std::move(rq);
   st->head = std::move(head);
   st->j = j;
