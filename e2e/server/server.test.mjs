@@ -323,16 +323,22 @@ test('a slow client times out (--timeout 1)', async () => {
   s.proc.kill('SIGKILL');
 });
 
-test('a client that leaves mid-stream frees its slot', async () => {
-  // A prompt whose greedy reply runs the whole max_tokens, so that only the disconnect ends it early.
-  const N = 400;
-  let prompt = null;
-  for (let i = 0; i < 10 && !prompt; ++i) {
+// A prompt whose greedy reply runs the whole N tokens (no EOS), so that only a disconnect ends it
+// early and it holds its slot for a while.
+const N = 400;
+let longPrompt = null;
+async function findLongPrompt() {
+  for (let i = 0; i < 10 && !longPrompt; ++i) {
     const p = `Story ${i}:`;
     const r = await client.completions.create({ model: 'm', prompt: p, max_tokens: N, temperature: 0 });
-    if (r.choices[0].finish_reason === 'length') prompt = p;
+    if (r.choices[0].finish_reason === 'length') longPrompt = p;
   }
-  assert.ok(prompt, 'no prompt of 10 ran to max_tokens');
+  assert.ok(longPrompt, 'no prompt of 10 ran to max_tokens');
+  return longPrompt;
+}
+
+test('a client that leaves mid-stream frees its slot', async () => {
+  const prompt = await findLongPrompt();
   const before = await metrics(srv);
   const controller = new AbortController();
   const stream = await client.completions.create({ model: 'm', prompt, max_tokens: N, temperature: 0, stream: true },
@@ -362,8 +368,8 @@ test('503 when every slot and the queue are busy', async () => {
   const s = await startServer([MODEL, '--parallel', '1', '--queue', '0', '-t', '1']);
   const c = new OpenAI({ baseURL: s.base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
   const controller = new AbortController();
-  const stream = await c.completions.create({ model: 'm', prompt: 'Story 0:', max_tokens: 400, temperature: 0,
-    stream: true }, { signal: controller.signal });
+  const stream = await c.completions.create({ model: 'm', prompt: await findLongPrompt(), max_tokens: N,
+    temperature: 0, stream: true }, { signal: controller.signal });
   const it = stream[Symbol.asyncIterator]();
   await it.next();  // it holds the only slot now
   await assert.rejects(c.completions.create({ model: 'm', prompt: 'x', max_tokens: 2 }),

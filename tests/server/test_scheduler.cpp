@@ -366,17 +366,24 @@ TEST_CASE("scheduler: logprobs are the log-softmax of the logits the token was d
   }
 }
 
-// A job that runs long (greedy until the context ends): 1000 positions of a tiny model.
-server::job_params long_job(uint32_t seed) {
-  server::job_params p = params(random_prompt(seed, 8, 512), seed, -1);
-  p.temperature = 0;
-  return p;
+// A job that runs long: greedy until the context ends (1000 positions of a tiny model), from a
+// prompt whose solo run samples no EOS in its first 400 tokens, so that only a cancel ends it soon.
+server::job_params long_job(const ml_model* m, uint32_t seed) {
+  for (uint32_t s = seed; s < seed + 100; ++s) {
+    server::job_params p = params(random_prompt(s, 8, 512), s, 400);
+    p.temperature = 0;
+    if (solo(m, p).stop_reason != ML_STOP_LENGTH) continue;
+    p.max_tokens = -1;
+    return p;
+  }
+  FAIL("no prompt of 100 ran 400 tokens without EOS");
+  return {};
 }
 
 TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[server][scheduler]") {
   model_handle m(llama_model());
   auto s = make(m.m, 1, 4);
-  auto j = submit(*s, long_job(21));
+  auto j = submit(*s, long_job(m.m, 21));
   server::job_event ev;
   REQUIRE(j->next(ev, ms(30000)));  // it is generating
   j->cancel();
@@ -388,7 +395,8 @@ TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[
   const server::job_params p = params(random_prompt(22, 9, 512), 8, 12);
   CHECK(collect(submit(*s, p)) == solo(m.m, p));
   // A queued job cancelled before it starts ends without running.
-  auto a = submit(*s, long_job(23));
+  const server::job_params la = long_job(m.m, 23);
+  auto a = submit(*s, la);
   auto b = submit(*s, p);
   b->cancel();
   const reply rb = collect(b);
@@ -401,16 +409,17 @@ TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[
 TEST_CASE("scheduler: the queue bound refuses, drain finishes what runs and refuses the rest", "[server][scheduler]") {
   model_handle m(llama_model());
   auto s = make(m.m, 1, 1);
-  auto a = submit(*s, long_job(31));
-  auto b = submit(*s, long_job(32));
+  const server::job_params la = long_job(m.m, 31), lb = long_job(m.m, 32), lc = long_job(m.m, 33);
+  auto a = submit(*s, la);
+  auto b = submit(*s, lb);
   std::string err;
-  CHECK(s->submit(long_job(33), &err) == nullptr);
+  CHECK(s->submit(lc, &err) == nullptr);
   CHECK(err.find("queue is full") != std::string::npos);
   a->cancel();
   b->cancel();
   collect(a);
   collect(b);
-  CHECK(s->submit(long_job(34), &err) != nullptr);  // room again (its job ends with the scheduler)
+  CHECK(s->submit(long_job(m.m, 34), &err) != nullptr);  // room again (its job ends with the scheduler)
 
   auto s2 = make(m.m, 2, 4);
   std::vector<server::job_params> ps;
@@ -425,7 +434,7 @@ TEST_CASE("scheduler: the queue bound refuses, drain finishes what runs and refu
   CHECK(err.find("shutting down") != std::string::npos);
   // A drain that times out cancels what still runs.
   auto s3 = make(m.m, 1, 4);
-  auto c = submit(*s3, long_job(35));
+  auto c = submit(*s3, long_job(m.m, 35));
   server::job_event first;
   REQUIRE(c->next(first, ms(30000)));
   s3->drain(ms(0));
