@@ -151,6 +151,9 @@ reply solo(const ml_model* m, const server::job_params& p) {
   gp.stop_at_eos = 1;
   gp.stop = stops.data();
   gp.n_stop = stops.size();
+  gp.min_p = p.min_p;
+  gp.presence_penalty = p.presence_penalty;
+  gp.frequency_penalty = p.frequency_penalty;
   ml_gen* g = nullptr;
   REQUIRE(ml_gen_start(&g, e, s, p.prompt.data(), p.prompt.size(), &gp, &err) == ML_OK);
   reply r;
@@ -252,12 +255,15 @@ std::shared_ptr<server::job> submit(server::scheduler& s, const server::job_para
 TEST_CASE("scheduler: concurrent jobs give what each gives alone", "[server][scheduler]") {
   model_handle m(llama_model());
   // Prompts long enough to take several chunks of 7 while the others decode; one greedy, one with
-  // top-k, two with stop strings, one cut by max_tokens 0.
+  // top-k, two with stop strings, two with min_p and penalties, one cut by max_tokens 0.
   std::vector<server::job_params> ps;
   for (uint32_t i = 0; i < 8; ++i) ps.push_back(params(random_prompt(100 + i, 5 + 9 * i, 512), 1000 + i, 30 + 5 * (int)i));
   ps[1].temperature = 0;
   ps[2].top_k = 5;
   ps[7].max_tokens = 0;
+  ps[4].min_p = 0.05f;  // the engine's min_p and OpenAI's penalties, passed through
+  ps[4].presence_penalty = 0.7f;
+  ps[6].frequency_penalty = 1.5f;
   std::vector<reply> alone;
   for (const auto& p : ps) alone.push_back(solo(m.m, p));
   // Stop strings taken from the middle of the unstopped replies, so that they do match.
