@@ -68,27 +68,6 @@ void destroy(krafla_session* s) {
   delete s;
 }
 
-}  // namespace
-
-extern "C" {
-
-EMSCRIPTEN_KEEPALIVE const char* krafla_build_isa(void) { return ml_build_isa(); }
-EMSCRIPTEN_KEEPALIVE int krafla_build_threads(void) { return ml_build_threads(); }
-EMSCRIPTEN_KEEPALIVE int krafla_build_pack_g(void) { return ml_build_pack_g(); }
-
-EMSCRIPTEN_KEEPALIVE const char* krafla_last_error(void) { return g_err.msg; }
-EMSCRIPTEN_KEEPALIVE int krafla_last_status(void) { return (int)g_err.status; }
-
-// A buffer for the model bytes (free() it only if krafla_open is never called with it).
-EMSCRIPTEN_KEEPALIVE void* krafla_alloc(size_t size) {
-  clear_error();
-  void* p = std::malloc(size ? size : 1);
-  if (!p) fail(ML_E_NOMEM, "out of wasm memory for the model bytes (wasm32 allows 4 GB in all)");
-  return p;
-}
-
-namespace {
-
 // After the model opened: the executor, the session and the info JSON (size: the model's bytes as
 // given). Returns s, or null (s destroyed) with the error set.
 krafla_session* finish_open(krafla_session* s, size_t size, int kv, int n_threads, int batch) {
@@ -121,6 +100,23 @@ krafla_session* finish_open(krafla_session* s, size_t size, int kv, int n_thread
 }
 
 }  // namespace
+
+extern "C" {
+
+EMSCRIPTEN_KEEPALIVE const char* krafla_build_isa(void) { return ml_build_isa(); }
+EMSCRIPTEN_KEEPALIVE int krafla_build_threads(void) { return ml_build_threads(); }
+EMSCRIPTEN_KEEPALIVE int krafla_build_pack_g(void) { return ml_build_pack_g(); }
+
+EMSCRIPTEN_KEEPALIVE const char* krafla_last_error(void) { return g_err.msg; }
+EMSCRIPTEN_KEEPALIVE int krafla_last_status(void) { return (int)g_err.status; }
+
+// A buffer for the model bytes (free() it only if krafla_open is never called with it).
+EMSCRIPTEN_KEEPALIVE void* krafla_alloc(size_t size) {
+  clear_error();
+  void* p = std::malloc(size ? size : 1);
+  if (!p) fail(ML_E_NOMEM, "out of wasm memory for the model bytes (wasm32 allows 4 GB in all)");
+  return p;
+}
 
 // Opens the .mlb bytes at data (from krafla_alloc; the session owns them from now on, also when
 // the open fails). ctx 0 = the model's max_seq; kv: 0 f32, 1 q8, 2 f16; n_threads 0/1 = no

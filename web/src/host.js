@@ -174,6 +174,7 @@ export class Host {
   // engine has opened them, and a cached copy the engine refuses is deleted, so that a damaged
   // download is never served again. The model loaded before stays loaded until the new one's
   // bytes have arrived and passed the header checks; it is freed before they enter the wasm heap.
+  // A Hugging Face folder ({hf}) goes to hf.js.
   async op_load(id, { source, tokenizer, ctx = 0, cache = false, maxMemoryBytes }) {
     if (!this.mod) throw new KraflaError('krafla: the engine is not initialised', 'state');
     if (isHfSource(source)) return loadHf(this, id, { source, tokenizer, ctx, cache });

@@ -89,7 +89,7 @@ export interface LoadOptions {
   onProgress?: (p: Progress) => void;
   /** Context length; 0 = the model's max_seq. */
   ctx?: number;
-  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. Default: false. */
+  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. A Hugging Face folder's files are kept under their own URLs (stored as they arrive, removed again if the load fails). Default: false. */
   cache?: string | false;
   /** Refuse models whose estimated wasm memory exceeds this (default and cap: 4 GiB, wasm32). */
   maxMemoryBytes?: number;
@@ -181,7 +181,8 @@ export class Krafla {
   readonly model: ModelInfo | null;
   readonly lastStats: GenerateStats | null;
   /**
-   * Loads a model. A URL whose body ends short of its Content-Length or runs past it fails with kind 'io'.
+   * Loads a model: an .mlb, a GGUF file, a llama2.c checkpoint (with options.tokenizer), or a
+   * Hugging Face folder ({hf}). A URL whose body ends short of its Content-Length or runs past it fails with kind 'io'.
    * A load that fails before the engine opens the new model keeps the model loaded before (`model` stays set).
    */
   load(source: ModelSource | HfFolder, options?: LoadOptions): Promise<ModelInfo>;

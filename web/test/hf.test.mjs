@@ -69,6 +69,9 @@ const FOLDERS = {
   'no-tokenizer': Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'tokenizer.json')),
   'missing-shard': Object.fromEntries(Object.entries(sharded).filter(([n]) => n !== SHARDS[1])),
   'bad-shape': { ...files, 'config.json': Buffer.from(JSON.stringify(deeper)) },
+  // Indexes whose shard names would leave the folder, or that are not JSON.
+  'evil-index': { ...small, 'model.safetensors.index.json': Buffer.from(JSON.stringify({ weight_map: { 'lm_head.weight': '../one/model.safetensors' } })) },
+  'bad-index': { ...small, 'model.safetensors.index.json': Buffer.from('{"weight_map": ') },
 };
 const hits = new Map();
 const server = createServer((req, res) => {
@@ -221,6 +224,13 @@ describe('Hugging Face folders in a worker', () => {
       (e) => e.kind === 'format' && e.message.includes(`${SHARDS[0]} is missing`));
     await assert.rejects(k.load({ hf: `${base}/nothing/` }), (e) => e.kind === 'io' && e.message.includes(`${base}/nothing/config.json`) &&
       e.message.includes('HTTP 404'));
+  });
+
+  test('an index whose shard names leave the folder, or that is not JSON, fails (kind format) before any shard is fetched', async () => {
+    await assert.rejects(k.load({ hf: `${base}/evil-index/` }), (e) => e.kind === 'format' &&
+      e.message.includes(`${base}/evil-index/model.safetensors.index.json`) && e.message.includes('"../one/model.safetensors"'));
+    assert.equal(hits.get('/one/model.safetensors'), undefined);
+    await assert.rejects(k.load({ hf: `${base}/bad-index/` }), (e) => e.kind === 'format' && /not valid JSON/.test(e.message));
   });
 
   test("the engine's refusal names the folder's URL, not the staging folder (kind format)", async () => {
