@@ -825,6 +825,6 @@ ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
                   im->requant, im->n_requant > 8 ? ", ..." : "");
     o->warn(o->warn_user, msg);
   }
-  if (o->mem) return cv_write_memory(&im->m, &o->mem->data, &o->mem->size, err);
+  if (o->mem) return cv_write_converted(&im->m, o->mem, err);
   return cv_write(&im->m, o->out, err);
 }

@@ -459,10 +459,10 @@ ml_status build(const cv_hf_opts* o, importer* im, ml_error* err) {
 }  // namespace
 
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
-  if (o->mem) return cv_hf_memory(o, &o->mem->data, &o->mem->size, err);
-  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
+  if (!o->out && !o->mem) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
   importer im;
   ML_TRY(build(o, &im, err));
+  if (o->mem) return cv_write_converted(&im.m, o->mem, err);
   return cv_write(&im.m, o->out, err);
 }
 

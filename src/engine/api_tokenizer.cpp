@@ -51,11 +51,8 @@ ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err)
   ml_file f;
   const ml_source_kind kind = ml_source_kind_of_path(path);
   if (kind != ML_SOURCE_MLB) {  // a GGUF file or a model folder: its tokenizer, from the converted model
-    uint8_t* buf = nullptr;
-    size_t size = 0;
-    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
+    s = ml_import(kind, path, nullptr, 0, &f, err);
     if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
-    ml_file_adopt(&f, buf, size);
   } else {
     ML_TRY(ml_file_open(&f, path, err));
   }
