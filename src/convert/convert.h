@@ -216,3 +216,9 @@ cv_gguf_opts cv_gguf_defaults();
 
 // Converts a GGUF file (gguf_import.cpp documents what is copied, what requantized, what refused).
 ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err);
+
+// The tokenizer alone (ml_tok on a GGUF file): parses o's file and reads its header as cv_gguf
+// does, then carries only the tokenizer into m (m->h gets the header with its BOS and EOS; see
+// cv_gguf_tokenizer), without reading the weights. m->has_tokenizer stays false for a file
+// without one. o->out, mem and wtype are unused.
+ml_status cv_gguf_read_tokenizer(const cv_gguf_opts* o, cv_model* m, ml_error* err);

@@ -794,22 +794,43 @@ ml_status importer::tensors() {
 
 cv_gguf_opts cv_gguf_defaults() { return cv_gguf_opts{}; }
 
-ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
+namespace {
+
+// The importer over o's file, parsed, its header read (importer::header). *out owns it.
+ml_status open_importer(const cv_gguf_opts* o, importer** out, ml_error* err) {
+  *out = nullptr;
   if (!o->path) return ml_fail(err, ML_E_ARG, "gguf: no GGUF file given");
-  if (!o->out && !o->mem) return ml_fail(err, ML_E_ARG, "gguf: no --output path given");
   importer* im = new (std::nothrow) importer;
   if (!im) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the importer", o->path);
-  struct guard {
-    importer* p;
-    ~guard() { delete p; }
-  } gd{im};
+  *out = im;
   im->o = o;
   im->err = err;
   if (o->data)
     ML_TRY(gguf_parse(&im->g, static_cast<const uint8_t*>(o->data), o->size, o->path, err));
   else
     ML_TRY(gguf_open(&im->g, o->path, err));
-  ML_TRY(im->header());
+  return im->header();
+}
+
+struct importer_guard {
+  importer* p = nullptr;
+  ~importer_guard() { delete p; }
+};
+
+}  // namespace
+
+ml_status cv_gguf_read_tokenizer(const cv_gguf_opts* o, cv_model* m, ml_error* err) {
+  importer_guard gd;
+  ML_TRY(open_importer(o, &gd.p, err));
+  m->h = gd.p->m.h;
+  return cv_gguf_tokenizer(m, &gd.p->g, o->chat_template, err);
+}
+
+ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err) {
+  if (o->path && !o->out && !o->mem) return ml_fail(err, ML_E_ARG, "gguf: no --output path given");
+  importer_guard gd;
+  ML_TRY(open_importer(o, &gd.p, err));
+  importer* im = gd.p;
   ML_TRY(im->choose_wtype());
   const ml_status hs = ml_mlb_check_header(&im->m.h, err);
   if (hs != ML_OK) return ml_fail(err, hs, "%s: %s", o->path, err ? err->msg : "");
