@@ -115,6 +115,11 @@ struct cv_buf {
 ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+// A converter's warning or note: formats fmt (up to 511 bytes) and hands it to fn with user;
+// nothing when fn is null (cv_gguf_opts::warn, cv_hf_opts::note).
+void cv_notify(void (*fn)(void* user, const char* msg), void* user, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 // --- a model being built (tensors.cpp) -------------------------------------------------------
 
 // One tensor of the output file with its bytes (little-endian, as they go into the file). Trivially

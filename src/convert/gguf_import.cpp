@@ -48,7 +48,6 @@
 // n_rot = the original head_dim and attn_scale = 1/sqrt(head_dim); the extra rows and columns are
 // zero, so the model computes the same function.
 #include <cinttypes>
-#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -120,7 +119,6 @@ struct importer {
   ml_status qwen35_layer(uint32_t l);
   ml_status untile_map(uint32_t n_before, uint32_t width, cv_buf* out);
   ml_status skip_mtp();
-  void warn(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   void note_requant(const gguf_tensor* t);
   ml_status rope_freqs();
   ml_status choose_wtype();
@@ -254,16 +252,6 @@ ml_status importer::header() {
   return ML_OK;
 }
 
-void importer::warn(const char* fmt, ...) {
-  if (!o->warn) return;
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  o->warn(o->warn_user, msg);
-}
-
 // Qwen3.5's keys (llama.cpp's llama_model_qwen35::load_arch_hparams): the MTP layers counted in
 // block_count, the gated-delta shape, which layers are attention layers, the M-RoPE sections.
 ml_status importer::qwen35_header() {
@@ -376,10 +364,11 @@ ml_status importer::qwen35_rope_sections() {
     if (!ok && missed++ == 0) first = i;
   }
   if (missed)
-    warn("%s: %s [%d, %d, %d, %d]: for text llama.cpp's interleaved M-RoPE leaves %u of the %u rotated pairs (the "
-         "first: pair %u) unrotated (the fourth section's position is 0); the .mlb rotates every pair with the "
-         "token's position, so the two differ there",
-         g.path, k, sec[0], sec[1], sec[2], sec[3], missed, pairs, first);
+    cv_notify(o->warn, o->warn_user,
+              "%s: %s [%d, %d, %d, %d]: for text llama.cpp's interleaved M-RoPE leaves %u of the %u rotated pairs "
+              "(the first: pair %u) unrotated (the fourth section's position is 0); the .mlb rotates every pair "
+              "with the token's position, so the two differ there",
+              g.path, k, sec[0], sec[1], sec[2], sec[3], missed, pairs, first);
   return ML_OK;
 }
 
@@ -699,9 +688,10 @@ ml_status importer::skip_mtp() {
     ++n;
   }
   if (n)
-    warn("%s: skipped %zu tensors of the multi-token-prediction layer%s %u..%u (qwen35.nextn_predict_layers %u): "
-         "krafla runs the %u main layers, as llama.cpp does without speculative decoding",
-         g.path, n, n_blocks - first == 1 ? "" : "s", first, n_blocks - 1, n_blocks - first, first);
+    cv_notify(o->warn, o->warn_user,
+              "%s: skipped %zu tensors of the multi-token-prediction layer%s %u..%u (qwen35.nextn_predict_layers "
+              "%u): krafla runs the %u main layers, as llama.cpp does without speculative decoding",
+              g.path, n, n_blocks - first == 1 ? "" : "s", first, n_blocks - 1, n_blocks - first, first);
   return ML_OK;
 }
 

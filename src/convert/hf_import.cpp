@@ -377,16 +377,6 @@ struct importer {
     return ML_OK;
   }
 
-  void note(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    if (!o->note) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    o->note(o->note_user, msg);
-  }
-
   // After the dry pass: every tensor in the files is used or known to be irrelevant.
   ml_status check_unused() {
     size_t visual = 0, mtp = 0;
@@ -407,8 +397,10 @@ struct importer {
       }
     }
     if (visual)
-      note("skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
-    if (mtp) note("skipped %zu tensors of the multi-token prediction head (mtp.*)", mtp);
+      cv_notify(o->note, o->note_user,
+                "skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
+    if (mtp)
+      cv_notify(o->note, o->note_user, "skipped %zu tensors of the multi-token prediction head (mtp.*)", mtp);
     return ML_OK;
   }
 };

@@ -113,6 +113,16 @@ ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const ch
   return ML_OK;
 }
 
+void cv_notify(void (*fn)(void* user, const char* msg), void* user, const char* fmt, ...) {
+  if (!fn) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fn(user, msg);
+}
+
 // --- a model being built ---------------------------------------------------------------------
 
 cv_model::~cv_model() {

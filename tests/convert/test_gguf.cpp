@@ -27,6 +27,7 @@
 #include "model/format.h"
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
+#include "mlb_reader.h"
 #include "test_util.h"
 
 namespace {
@@ -214,27 +215,6 @@ result convert(const ml_test_dir& d, const std::vector<uint8_t>& file, uint32_t 
 }
 
 // The .mlb's tensor name's data and scale bytes.
-struct mlb_file {
-  std::vector<uint8_t> bytes;
-  ml_mlb m;
-  explicit mlb_file(const std::string& path) : bytes(ml_test_read(path)) {
-    ml_error err;
-    REQUIRE(ml_mlb_parse(&m, bytes.data(), bytes.size(), &err) == ML_OK);
-  }
-  ml_mlb_tensor get(const char* name) {
-    ml_mlb_tensor t;
-    REQUIRE(ml_mlb_find(&m, name, &t));
-    return t;
-  }
-  std::vector<uint8_t> data(const ml_mlb_tensor& t) {
-    return std::vector<uint8_t>(bytes.begin() + (long)t.data_offset, bytes.begin() + (long)(t.data_offset + t.data_size));
-  }
-  std::vector<uint8_t> scales(const ml_mlb_tensor& t) {
-    return std::vector<uint8_t>(bytes.begin() + (long)t.scale_offset,
-                                bytes.begin() + (long)(t.scale_offset + t.scale_size));
-  }
-};
-
 const char* const kMatrices[] = {"token_embd", "blk.0.attn_q", "blk.0.attn_k", "blk.0.attn_v", "blk.0.attn_output",
                                  "blk.0.ffn_gate", "blk.0.ffn_up", "blk.0.ffn_down"};
 

@@ -29,6 +29,7 @@
 #include "model/format.h"
 #include "model/tokenizer/bundle.h"
 #include "model/tokenizer/tokenizer.h"
+#include "mlb_reader.h"
 #include "test_util.h"
 
 namespace {
@@ -227,42 +228,6 @@ model_dir tiny_llama(const std::string& dtype = "F32", bool tied = false) {
 }
 
 // --- reading the output back ---------------------------------------------------------------------
-
-struct mlb_file {
-  std::vector<uint8_t> bytes;
-  ml_mlb m;
-  explicit mlb_file(const std::string& path) : bytes(ml_test_read(path)) {
-    ml_error err;
-    REQUIRE(ml_mlb_parse(&m, bytes.data(), bytes.size(), &err) == ML_OK);
-  }
-  bool has(const std::string& name) const {
-    ml_mlb_tensor t;
-    return ml_mlb_find(&m, name.c_str(), &t);
-  }
-  // The tensor's values (Q8 dequantized) and, for Q8, each value's rounding bound (half a step).
-  std::vector<float> values(const std::string& name, uint32_t rows, uint32_t cols, std::vector<float>* bound = nullptr) const {
-    ml_mlb_tensor t;
-    INFO("tensor " << name);
-    REQUIRE(ml_mlb_find(&m, name.c_str(), &t));
-    REQUIRE(t.rows == rows);
-    REQUIRE(t.cols == cols);
-    std::vector<float> out(size_t(rows) * cols), b(out.size(), 0.0f);
-    const uint8_t* d = bytes.data() + t.data_offset;
-    if (t.type == ML_DT_F32) {
-      std::memcpy(out.data(), d, out.size() * 4);
-    } else {
-      REQUIRE(t.type == ML_DT_Q8);
-      REQUIRE(t.scale_type == ML_SCALE_F32);
-      const float* s = reinterpret_cast<const float*>(bytes.data() + t.scale_offset);
-      for (size_t i = 0; i < out.size(); ++i) {
-        out[i] = (float)(int8_t)d[i] * s[i / 32];
-        b[i] = s[i / 32] * 0.5f * 1.0001f + 1e-30f;
-      }
-    }
-    if (bound) *bound = b;
-    return out;
-  }
-};
 
 // Checks tensor `name` (rows x cols) against want (src_rows x src_cols, zero beyond).
 void expect_tensor(const mlb_file& f, const std::string& name, uint32_t rows, uint32_t cols, const std::vector<float>& want,
