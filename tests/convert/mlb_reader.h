@@ -58,3 +58,4 @@ struct mlb_file {
     return out;
   }
 };
+
