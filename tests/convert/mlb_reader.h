@@ -1,12 +1,15 @@
 // A converted .mlb read back for the converter tests: the whole file, parsed with the engine's own
-// ml_mlb_parse, and its tensors' bytes and values by name.
+// ml_mlb_parse, and its tensors' bytes and values by name; the bytes of a model converted at load.
 #pragma once
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "convert/convert.h"
+#include "core/file.h"
 #include "model/format.h"
 #include "test_util.h"
 
@@ -59,3 +62,33 @@ struct mlb_file {
   }
 };
 
+// Where a conversion at load writes (cv_mem_out): the unlinked temporary file of core/file.h's
+// ml_file_temp, which every build that maps files has; the memory buffer in the others (wasm).
+inline cv_mem_out converted_out() {
+  cv_mem_out out;
+  out.fd = ml_file_temp();
+#if !ML_NO_MMAP
+  REQUIRE(out.fd >= 0);
+#endif
+  return out;
+}
+
+// The bytes a conversion at load wrote into out: mapped back from the temporary file
+// (ml_file_adopt_temp, which closes it) or taken from the buffer (freed).
+inline std::vector<uint8_t> converted_bytes(cv_mem_out* out) {
+  std::vector<uint8_t> b;
+  if (out->fd < 0) {
+    b.assign(out->data, out->data + out->size);
+    std::free(out->data);
+    *out = cv_mem_out{};
+    return b;
+  }
+  ml_file f;
+  ml_error err;
+  REQUIRE(ml_file_adopt_temp(&f, out->fd, out->size, &err) == ML_OK);
+  *out = cv_mem_out{};
+  CHECK(f.mapped);
+  b.assign(f.data, f.data + f.size);
+  ml_file_close(&f);
+  return b;
+}

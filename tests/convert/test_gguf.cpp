@@ -252,6 +252,25 @@ TEST_CASE("gguf: Q8_0 and Q4_0 tensors are copied bit for bit", "[gguf]") {
   }
 }
 
+TEST_CASE("gguf: a file converted at load (cv_gguf_opts::mem), by path or by bytes, holds the bytes cv_gguf writes", "[gguf]") {
+  ml_test_dir d;
+  const std::vector<uint8_t> file = base(GGUF_T_Q8_0).build();
+  REQUIRE(convert(d, file).s == ML_OK);
+  const std::vector<uint8_t> want = ml_test_read(d / "out.mlb");
+  const std::string in = d / "in.gguf";
+  for (bool by_bytes : {false, true}) {
+    INFO("by bytes: " << by_bytes);
+    cv_gguf_opts o = cv_gguf_defaults();
+    o.path = in.c_str();
+    if (by_bytes) o.data = file.data(), o.size = file.size();
+    cv_mem_out out = converted_out();
+    o.mem = &out;
+    ml_error err;
+    REQUIRE(cv_gguf(&o, &err) == ML_OK);
+    CHECK(converted_bytes(&out) == want);
+  }
+}
+
 TEST_CASE("gguf: Q4_0 into a Q8 model widens exactly, Q8_0 into Q4 and K-free F16 quantize", "[gguf]") {
   ml_test_dir d;
   gguf g = base(GGUF_T_Q4_0, 3);

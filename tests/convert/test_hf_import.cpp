@@ -274,6 +274,21 @@ TEST_CASE("hf import: cv_hf_memory gives the bytes cv_hf writes", "[hf_import]")
   CHECK(cv_hf_memory(&o, &bytes, &size, &err) == ML_E_IO);
 }
 
+TEST_CASE("hf import: a folder converted at load (cv_hf_opts::mem) holds the bytes cv_hf writes", "[hf_import]") {
+  ml_test_dir d;
+  model_dir m = tiny_llama("BF16");
+  m.write(d);
+  REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
+  cv_hf_opts o = cv_hf_defaults();
+  const std::string dir = d.p.string();
+  o.dir = dir.c_str();
+  cv_mem_out out = converted_out();
+  o.mem = &out;
+  ml_error err;
+  REQUIRE(cv_hf(&o, &err) == ML_OK);
+  CHECK(converted_bytes(&out) == ml_test_read(d / "out.mlb"));
+}
+
 TEST_CASE("hf import: a sharded checkpoint gives the same file as a single one", "[hf_import]") {
   ml_test_dir d1, d2;
   model_dir m = tiny_llama();
