@@ -64,6 +64,13 @@ struct gguf_importer {
     return gguf_get_f32(&g, key(k, sizeof k, rest), required, out, err);
   }
 
+  // Drops t's mapped pages once they are read (ml_file_release: the file gives them back if read
+  // again), so the source does not stay resident beside the converted tensors. A no-op when the
+  // file is a caller's buffer.
+  void release(const gguf_tensor* t) {
+    if (g.file.mapped) ml_file_release(&g.file, (size_t)(t->data - g.file.data), (size_t)t->size);
+  }
+
   ml_status header();
   ml_status qwen35_header();
   ml_status qwen35_pattern();

@@ -41,6 +41,7 @@ ml_status gguf_importer::to_float(const gguf_tensor* t, cv_buf* out) {
   if (!cv_gguf_dequant(t->type, t->data, n, out->as<float>()))
     return ml_fail(err, ML_E_FORMAT, "%s: tensor %s: type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
                    "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", g.path, t->name, gguf_block_of(t->type)->name);
+  release(t);
   return ML_OK;
 }
 
@@ -89,6 +90,7 @@ ml_status gguf_importer::copy_quant(const char* name, const gguf_tensor* t, uint
       }
     }
   }
+  release(t);
   ml_status s = cv_add_quantized(&m, name, rows, cols, &q, &sc, err);
   if (s != ML_OK) return ml_fail(err, s, "%s: %s", g.path, err ? err->msg : "");
   return ML_OK;
