@@ -210,6 +210,16 @@ inline result convert(const ml_test_dir& d, const std::vector<uint8_t>& file, ui
   return r;
 }
 
+// The converted d / "out.mlb" loaded and prepared as the engine runs it, unpacked (free m with
+// ml_model_free).
+inline void load_converted(const ml_test_dir& d, ml_model* m) {
+  ml_error err;
+  REQUIRE(ml_model_load(m, (d / "out.mlb").c_str(), &err) == ML_OK);
+  ml_model_options mo;
+  mo.pack = false;
+  REQUIRE(ml_model_prepare(m, &mo, &err) == ML_OK);
+}
+
 // The .mlb's tensor name's data and scale bytes.
 const char* const kMatrices[] = {"token_embd", "blk.0.attn_q", "blk.0.attn_k", "blk.0.attn_v", "blk.0.attn_output",
                                  "blk.0.ffn_gate", "blk.0.ffn_up", "blk.0.ffn_down"};

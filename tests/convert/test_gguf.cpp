@@ -320,11 +320,8 @@ TEST_CASE("gguf: a byte-level BPE vocabulary becomes a tokenizer.json with merge
   const result r = convert(d, g.build());
   REQUIRE(r.s == ML_OK);
   ml_model m;
+  load_converted(d, &m);
   ml_error err;
-  REQUIRE(ml_model_load(&m, (d / "out.mlb").c_str(), &err) == ML_OK);
-  ml_model_options mo;
-  mo.pack = false;
-  REQUIRE(ml_model_prepare(&m, &mo, &err) == ML_OK);
   REQUIRE(m.tok);
   CHECK(ml_tokenizer_kind(m.tok) == ML_TOK_HF);
   int32_t ids[16];

@@ -451,11 +451,8 @@ TEST_CASE("gguf: the qwen35 pre-tokenizer keeps combining marks in a letter run,
     const result r = convert(d, g.build());
     REQUIRE(r.msg == "");
     ml_model m;
+    load_converted(d, &m);
     ml_error err;
-    REQUIRE(ml_model_load(&m, (d / "out.mlb").c_str(), &err) == ML_OK);
-    ml_model_options mo;
-    mo.pack = false;
-    REQUIRE(ml_model_prepare(&m, &mo, &err) == ML_OK);
     int32_t ids[8];
     size_t n = 0;
     REQUIRE(ml_tokenizer_encode(m.tok, "\xE0\xA4\x95\xE0\xA4\xBF", 6, false, ids, 8, &n, &err) == ML_OK);

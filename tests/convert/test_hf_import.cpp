@@ -256,11 +256,12 @@ TEST_CASE("hf import: generation_config.json goes into the model and its eos ids
   ml_tokenizer_free(t);
 }
 
-TEST_CASE("hf import: cv_hf_memory gives the bytes cv_hf writes", "[hf_import]") {
+TEST_CASE("hf import: cv_hf_memory and a conversion at load (cv_hf_opts::mem) give the bytes cv_hf writes", "[hf_import]") {
   ml_test_dir d;
   model_dir m = tiny_llama("BF16");
   m.write(d);
   REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
+  const std::vector<uint8_t> want = ml_test_read(d / "out.mlb");
   cv_hf_opts o = cv_hf_defaults();
   const std::string dir = d.p.string();
   o.dir = dir.c_str();
@@ -268,25 +269,15 @@ TEST_CASE("hf import: cv_hf_memory gives the bytes cv_hf writes", "[hf_import]")
   size_t size = 0;
   ml_error err;
   REQUIRE(cv_hf_memory(&o, &bytes, &size, &err) == ML_OK);
-  CHECK(std::vector<uint8_t>(bytes, bytes + size) == ml_test_read(d / "out.mlb"));
+  CHECK(std::vector<uint8_t>(bytes, bytes + size) == want);
   std::free(bytes);
+  cv_mem_out out = converted_out();  // the unlinked temporary file where files are mapped
+  o.mem = &out;
+  REQUIRE(cv_hf(&o, &err) == ML_OK);
+  CHECK(converted_bytes(&out) == want);
+  o.mem = nullptr;
   fs::remove(d / "config.json");
   CHECK(cv_hf_memory(&o, &bytes, &size, &err) == ML_E_IO);
-}
-
-TEST_CASE("hf import: a folder converted at load (cv_hf_opts::mem) holds the bytes cv_hf writes", "[hf_import]") {
-  ml_test_dir d;
-  model_dir m = tiny_llama("BF16");
-  m.write(d);
-  REQUIRE(convert(d.p.string(), d / "out.mlb").s == ML_OK);
-  cv_hf_opts o = cv_hf_defaults();
-  const std::string dir = d.p.string();
-  o.dir = dir.c_str();
-  cv_mem_out out = converted_out();
-  o.mem = &out;
-  ml_error err;
-  REQUIRE(cv_hf(&o, &err) == ML_OK);
-  CHECK(converted_bytes(&out) == ml_test_read(d / "out.mlb"));
 }
 
 TEST_CASE("hf import: a sharded checkpoint gives the same file as a single one", "[hf_import]") {
