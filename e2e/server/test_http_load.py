@@ -84,8 +84,9 @@ class Load(unittest.TestCase):
         for b in bodies():
             st = c.stream_chat(cls.srv.port, b, timeout=120)
             if not st.ok():
+                died = "" if cls.srv.alive() else "; the server died: " + cls.srv.stderr()[-1500:]
                 cls.srv.stop()
-                raise AssertionError("solo request failed: %s" % st.problems)
+                raise AssertionError("solo request failed: %s%s" % (st.problems, died))
             cls.solo.append(st)
 
     @classmethod
@@ -157,6 +158,7 @@ class Load(unittest.TestCase):
         total = sum(counts)
         print("load: %d clients, %.0f s after warm-up, %d requests (%s), RSS %d KiB after warm-up, %d KiB at the "
               "end, peak %d KiB" % (CLIENTS, LOAD_S, total, counts, rss_warm, rss_end, max(samples + [rss_end])))
+        self.assertTrue(self.srv.alive(), "the server died: " + self.srv.stderr()[-1500:])
         self.assertEqual(errors, [])
         self.assertGreaterEqual(total, CLIENTS * 2)
         if c.SANITIZED:
@@ -252,7 +254,8 @@ class Shutdown(unittest.TestCase):
             t0 = time.monotonic()
             solo = c.stream_chat(srv.port, body, timeout=300)
             solo_s = time.monotonic() - t0
-            self.assertTrue(solo.ok(), solo.problems)
+            self.assertTrue(solo.ok(), "%s%s" % (solo.problems, "" if srv.alive() else "; the server died: "
+                                                 + srv.stderr()[-1500:]))
             print("solo reply: %d bytes in %.1f s" % (len(solo.content), solo_s))
             # The stream under test, read on a raw socket so its framing is checked byte by byte.
             data = json.dumps(dict(body, stream=True)).encode()
