@@ -143,6 +143,36 @@ def hf_config_seeds():
     ]
 
 
+def server_api_seeds():
+    """Request bodies for fuzz/server_api.cpp: chat and completion requests using every field,
+    tokenize and detokenize bodies (run.py adds JSONTestSuite's files)."""
+    import json
+    msgs = [{"role": "developer", "content": "be brief"}, {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "caf\u00e9"}, {"type": "text", "text": "\U0001F600"}]},
+            {"role": "assistant", "content": None}, {"role": "user", "content": "again", "name": "ann"}]
+    full = {"model": "m", "messages": msgs, "max_tokens": 8, "max_completion_tokens": 9, "temperature": 0.5,
+            "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": -1, "stop": ["\n\n", "END"], "stream": True,
+            "stream_options": {"include_usage": True}, "logprobs": True, "top_logprobs": 3, "n": 1,
+            "presence_penalty": 0.5, "frequency_penalty": -0.5, "response_format": {"type": "text"}, "tools": [],
+            "tool_choice": "none", "chat_template_kwargs": {"enable_thinking": False}, "user": "u", "unknown": [1]}
+    dump = lambda o: json.dumps(o, ensure_ascii=False).encode()
+    return [
+        ("chat_min", dump({"messages": [{"role": "user", "content": "hi"}]})),
+        ("chat_full", dump(full)),
+        ("chat_refused", dump({"messages": [{"role": "tool", "content": "x"}], "n": 2,
+                               "response_format": {"type": "json_schema"}, "tools": [{"type": "function"}]})),
+        ("chat_numbers", b'{"messages":[{"role":"user","content":"x"}],"max_tokens":1e999,"temperature":-0,'
+                         b'"seed":18446744073709551615,"top_k":2147483648}'),
+        ("completion_text", dump({"prompt": "Once upon a time", "max_tokens": 16, "logprobs": 5, "echo": False,
+                                  "suffix": "", "best_of": 1, "stream": True})),
+        ("completion_ids", dump({"prompt": [[1, 2, 3]], "stop": "\n"})),
+        ("completion_batch", dump({"prompt": ["a", "b"]})),
+        ("tokenize", dump({"content": "Hello world", "add_special": False, "with_pieces": True})),
+        ("detokenize", dump({"tokens": [1, 2, 3, 2147483647]})),
+        ("invalid_utf8", b'{"messages":[{"role":"user","content":"caf\xc3"}]}'),
+    ]
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -206,6 +236,9 @@ def main():
         # hf_config: one small config.json per architecture.
         for name, data in hf_config_seeds():
             put("hf_config", name, data)
+        # server_api: request bodies.
+        for name, data in server_api_seeds():
+            put("server_api", name, data)
         # safetensors: tiny files of every dtype and rank.
         for name, data in safetensors_seeds():
             put("safetensors", name, data)
@@ -219,7 +252,9 @@ def main():
                         ["r.mlb", "--tokens", "1,2", "--dump-logits", "out.bin"],
                         ["m.mlb", "-p", "hi", "-n", "4", "-t", "2", "--batch", "3", "--kv", "q8", "--ctx", "16",
                          "--pack-cache", "--profile"],
-                        ["m.mlb", "-z", "tok.bin", "-p", "x", "-n", "1", "--no-pack", "--kv", "f16"], ["--help"], []],
+                        ["m.mlb", "-z", "tok.bin", "-p", "x", "-n", "1", "--no-pack", "--kv", "f16"], ["--help"], [],
+                        ["m.mlb", "-p", "Once", "-n", "6", "--temp", "0.8", "--min-p", "0.1", "--presence-penalty", "1",
+                         "--frequency-penalty", "-0.5"]],
             "cli_tok": [["tok.bin", "encode", "Once upon a time", "--bos"], ["m.mlb", "decode", "1 2 3 400"],
                         ["tok.bin", "encode", "--vocab", "512", "caf\u00e9"], ["r.mlb", "encode", "x"], ["--help"]],
             "cli_convert": [["llama2c", "ck.bin", "--tokenizer", "tok.bin", "-o", "o.mlb", "--wtype", "q4"],

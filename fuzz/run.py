@@ -36,6 +36,7 @@ OPTIONS = {
     "hf_tokenizer": ["-max_len=65536"],
     "hf_encode": ["-max_len=4096"],
     "chat_template": ["-max_len=16384"],
+    "server_api": ["-max_len=16384"],
     "json": ["-max_len=131072"],
     "cli_run": ["-max_len=512", "-close_fd_mask=2"],
     "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
@@ -117,6 +118,28 @@ def gen_seeds(name, a, seeds):
                  b"-9223372036854775808", b"9223372036854775808", b"0.1e1", b"1E+2", b"\xc3\xa9", b"\xed\xa0\x80",
                  b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc0\x80", b" \t\r\n"]
         path = os.path.join(a.work, name, "json.dict")
+        with open(path, "w") as f:
+            for w in words:  # libFuzzer's escapes: \\, \" and \xNN
+                f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
+                                           for c in w))
+        return ["-dict=" + path]
+    if name == "server_api":
+        # JSONTestSuite's parsing cases (as bodies) and a dictionary of the API's field names and values.
+        suite = os.path.join(a.shared, "data", "JSONTestSuite", "test_parsing")
+        if os.path.isdir(suite):
+            for f in sorted(os.listdir(suite)):
+                shutil.copy(os.path.join(suite, f), os.path.join(seeds, f))
+        words = [w.encode() for w in (
+            "messages", "role", "content", "system", "developer", "user", "assistant", "tool", "type", "text", "image_url",
+            "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
+            "stream", "stream_options", "include_usage", "logprobs", "top_logprobs", "n", "presence_penalty",
+            "frequency_penalty", "response_format", "json_object", "json_schema", "tools", "tool_choice", "tool_calls",
+            "functions", "function_call", "none", "auto", "required", "logit_bias", "grammar", "audio", "modalities",
+            "chat_template_kwargs", "prompt", "echo", "suffix", "best_of", "add_special", "with_pieces", "tokens",
+            "null", "true", "false", "-1", "0", "1", "2", "2.5", "1e999", "-0", "1e30", "2147483648",
+            "18446744073709551615", "-9223372036854775808")]
+        words += [b"\\u0000", b"\\ud800", b"\\ud83d\\ude00", b"\xc3", b"\xe2\x82", b'"', b"{", b"}", b"[", b"]"]
+        path = os.path.join(a.work, name, "api.dict")
         with open(path, "w") as f:
             for w in words:  # libFuzzer's escapes: \\, \" and \xNN
                 f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c

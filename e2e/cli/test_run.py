@@ -271,6 +271,11 @@ class Cli(unittest.TestCase):
     def test_nan_temperature(self): self.expect([self.model(), "--temp", "nan"], 2, "--temp")
     def test_negative_temperature(self): self.expect([self.model(), "--temp", "-1"], 2, "--temp")
     def test_top_p_out_of_range(self): self.expect([self.model(), "--top-p", "1.5"], 2, "--top-p")
+    def test_min_p_out_of_range(self): self.expect([self.model(), "--min-p", "1"], 2, "--min-p")
+    def test_presence_penalty_out_of_range(self):
+        self.expect([self.model(), "--presence-penalty", "2.5"], 2, "--presence-penalty")
+    def test_frequency_penalty_nan(self):
+        self.expect([self.model(), "--frequency-penalty", "nan"], 2, "--frequency-penalty")
     def test_bad_kv(self): self.expect([self.model(), "--kv", "q3"], 2, "--kv")
     def test_token_out_of_range(self): self.expect([self.model(), "--tokens", "1 512"], 2, "512")
     def test_negative_token(self): self.expect([self.model(), "--tokens", "1 -3"], 2, "-3")
@@ -300,6 +305,19 @@ class Cli(unittest.TestCase):
                                "context limit")
         self.assertIn("tok/s", err)
 
+    def test_penalties_and_min_p(self):
+        """The penalties change greedy text (stories repeat themselves), the same way every run;
+        min-p changes sampled text."""
+        base = [self.model(), "-p", "Once", "--temp", "0", "-n", "80"]
+        penalties = ["--presence-penalty", "1.5", "--frequency-penalty", "0.5"]
+        plain = h.generate(ENV, base[0], base[1:])
+        pen = h.generate(ENV, base[0], base[1:] + penalties)
+        self.assertNotEqual(plain, pen)
+        self.assertEqual(pen, h.generate(ENV, base[0], base[1:] + penalties))
+        sampled = [self.model(), "-p", "Once", "--temp", "1.5", "--seed", "3", "-n", "80"]
+        self.assertNotEqual(h.generate(ENV, sampled[0], sampled[1:]),
+                            h.generate(ENV, sampled[0], sampled[1:] + ["--min-p", "0.3"]))
+
     def test_seed_reproducible(self):
         args = [self.model(), "-p", "Once", "--temp", "1", "--top-p", "0.9", "--seed", "42", "-n", "60"]
         a = h.generate(ENV, args[0], args[1:])
@@ -325,6 +343,8 @@ class SameAsScalar(unittest.TestCase):
             ids = " ".join(map(str, ids_for(8)))
             self.check(m, ["--tokens", ids, "--temp", "0", "-n", "100"])
             self.check(m, ["--tokens", ids, "--temp", "0.9", "--seed", "5", "-n", "100"])
+            self.check(m, ["--tokens", ids, "--temp", "0.9", "--seed", "5", "-n", "100", "--min-p", "0.05",
+                           "--presence-penalty", "0.7", "--frequency-penalty", "0.3"])
             for kv in ("q8", "f16"):
                 self.check(m, ["--tokens", ids, "--temp", "0", "-n", "60", "--kv", kv])
 

@@ -89,7 +89,7 @@ ml_status run_single(handles& h, const std::vector<int32_t>& prompt, int decode,
   ML_TRY_CLI(ml_session_truncate(s, 0, err));
   ml_gen_params g{};
   g.max_tokens = decode;
-  g.top_p = 1.0f;
+  g.top_p = 1.0f;  // greedy: no min-p, no penalties (zeros)
   ml_gen_stats st{};
   ML_TRY_CLI(ml_generate(h.exec, s, prompt.data(), prompt.size(), &g, nullptr, nullptr, &st, err));
   if (st.prompt_seconds > 0) best->prefill = std::max(best->prefill, st.n_prompt / st.prompt_seconds);

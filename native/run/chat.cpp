@@ -99,6 +99,9 @@ int reply(chat_state& c) {
   gp.temperature = c.o->temp;
   gp.top_p = c.o->top_p;
   gp.top_k = c.o->top_k;
+  gp.min_p = c.o->min_p;
+  gp.presence_penalty = c.o->presence_penalty;
+  gp.frequency_penalty = c.o->frequency_penalty;
   gp.seed = c.o->seed;
   gp.stop_at_eos = 1;
   std::string text;

@@ -95,6 +95,11 @@ int check_values(const options& o) {
   if (!std::isfinite(o.top_p) || o.top_p <= 0 || o.top_p > 1)
     return ml::cli::usage_error(PROG, "--top-p: must be in (0, 1]");
   if (o.top_k < 0) return ml::cli::usage_error(PROG, "--top-k: must be >= 0");
+  if (!(o.min_p >= 0 && o.min_p < 1)) return ml::cli::usage_error(PROG, "--min-p: must be in [0, 1)");
+  if (!(o.presence_penalty >= -2 && o.presence_penalty <= 2))
+    return ml::cli::usage_error(PROG, "--presence-penalty: must be in [-2, 2]");
+  if (!(o.frequency_penalty >= -2 && o.frequency_penalty <= 2))
+    return ml::cli::usage_error(PROG, "--frequency-penalty: must be in [-2, 2]");
   if (o.steps < 0) return ml::cli::usage_error(PROG, "-n: must be >= 0");
   if (o.threads < 1 || o.threads > 1024) return ml::cli::usage_error(PROG, "-t: must be in 1..1024");
   if (o.batch < 1 || o.batch > 128) return ml::cli::usage_error(PROG, "--batch: must be in 1..128");
@@ -125,6 +130,12 @@ int ml_main(int argc, char** argv) {
   app.add_option("--temp", o.temp, "temperature, 0 = greedy (default 1.0)");
   app.add_option("--top-p", o.top_p, "nucleus sampling threshold in (0, 1] (default 0.9; 1 = off)");
   app.add_option("--top-k", o.top_k, "sample from the k most likely tokens (default 0 = off)");
+  app.add_option("--min-p", o.min_p,
+                 "drop tokens less likely than P times the most likely, in [0, 1) (default 0 = off)");
+  app.add_option("--presence-penalty", o.presence_penalty,
+                 "subtract from the logit of every token generated so far, in [-2, 2] (default 0)");
+  app.add_option("--frequency-penalty", o.frequency_penalty,
+                 "subtract per time a token was generated so far, in [-2, 2] (default 0)");
   auto* seed_opt = app.add_option("--seed", o.seed, "random seed (default: from the clock, printed)");
   app.add_option("-t,--threads", o.threads, "threads (default 1; the caller is one of them)");
   app.add_option("--batch", o.batch, "prompt tokens per forward step, 1..128 (default 128)");
@@ -202,6 +213,9 @@ int ml_main(int argc, char** argv) {
   gp.temperature = o.temp;
   gp.top_p = o.top_p;
   gp.top_k = o.top_k;
+  gp.min_p = o.min_p;
+  gp.presence_penalty = o.presence_penalty;
+  gp.frequency_penalty = o.frequency_penalty;
   gp.seed = o.seed;
   gp.stop_at_eos = 1;
   ml_gen_stats st{};

@@ -16,7 +16,8 @@ struct options {
   bool chat = false, interactive = false;
   int steps = 256, top_k = 0, threads = 1, ctx = 0, batch = 128;
   bool no_pack = false, pack_cache = false, profile = false;
-  float temp = 1.0f, top_p = 0.9f;
+  float temp = 1.0f, top_p = 0.9f, min_p = 0.0f;
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool seed_given = false;
 };

@@ -313,8 +313,12 @@ ml_status ml_eval_batch(ml_exec* e, const ml_batch_token* tokens, size_t n, ml_l
 }
 
 ml_status ml_session_set_sampler(ml_session* s, const ml_sampler_params* p, ml_error* err) {
-  return ml_sampler_init(&s->sampler, s->model->cfg.vocab_size, p->temperature, p->top_p, p->top_k, p->seed,
-                         s->sampler_scratch, err);
+  ml_sampler_opts o;
+  o.temperature = p->temperature;
+  o.top_p = p->top_p;
+  o.top_k = p->top_k;
+  o.seed = p->seed;
+  return ml_sampler_init(&s->sampler, s->model->cfg.vocab_size, &o, s->sampler_scratch, err);
 }
 
 int32_t ml_session_sample(ml_session* s) {

@@ -1,6 +1,9 @@
 // The one generation loop (krafla.h, "Generation"): ml_run, the wasm module and the npm package
 // all step it. One ml_gen_next = feed the token sampled last time, sample the next, and release
-// its text through the detokenizer (whole UTF-8 characters) and the stop-string filter.
+// its text through the detokenizer (whole UTF-8 characters) and the stop-string filter. With
+// presence/frequency penalties it keeps how often it sampled each id, a sparse list handed to the
+// sampler (the prompt does not count, as in OpenAI's API).
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,11 +23,13 @@ struct ml_gen {
   ml_detok detok{};
   ml_stop_filter stop;
   int32_t pending = -1;  // sampled, not yet fed
+  ml_token_count* counts = nullptr;  // penalties only: each distinct id sampled so far, in order
+  int32_t n_counts = 0, counts_cap = 0;
   bool done = false;
   ml_gen_stats st{};
   double t_gen0 = 0;
-  // One allocation: stop strings and their lengths, the filter's held bytes, the piece and the
-  // released text.
+  // One allocation: the counts, the stop strings and their lengths, the filter's held bytes, the
+  // piece and the released text.
   void* mem = nullptr;
   char* piece = nullptr;
   char* out = nullptr;
@@ -37,7 +42,8 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-ml_status setup_buffers(ml_gen* g, const ml_gen_params* p, ml_error* err) {
+// counts_cap: the most distinct ids the generation can sample (0 without penalties).
+ml_status setup_buffers(ml_gen* g, const ml_gen_params* p, int32_t counts_cap, ml_error* err) {
   size_t n_stop = 0, stop_bytes = 0, longest = 0;
   for (size_t i = 0; i < p->n_stop; ++i) {
     const size_t L = p->stop[i] ? std::strlen(p->stop[i]) : 0;
@@ -49,10 +55,17 @@ ml_status setup_buffers(ml_gen* g, const ml_gen_params* p, ml_error* err) {
   g->piece_cap = ml_detok_max_bytes(g->tok) + 8;
   const size_t held_cap = longest + 1;
   const size_t out_cap = held_cap + g->piece_cap;
-  const size_t total = n_stop * (sizeof(char*) + sizeof(size_t)) + stop_bytes + held_cap + g->piece_cap + out_cap;
+  // The counts come first: 8-byte entries keep the pointer array after them aligned.
+  const size_t counts_bytes = (size_t)counts_cap * sizeof(ml_token_count);
+  const size_t total =
+      counts_bytes + n_stop * (sizeof(char*) + sizeof(size_t)) + stop_bytes + held_cap + g->piece_cap + out_cap;
   g->mem = std::malloc(total);
-  if (!g->mem) return ml_fail(err, ML_E_NOMEM, "generation: cannot allocate %zu bytes for the stop strings", total);
+  if (!g->mem)
+    return ml_fail(err, ML_E_NOMEM, "generation: cannot allocate %zu bytes for the stop strings and counts", total);
   char* at = static_cast<char*>(g->mem);
+  g->counts = reinterpret_cast<ml_token_count*>(at);
+  g->counts_cap = counts_cap;
+  at += counts_bytes;
   const char** stops = reinterpret_cast<const char**>(at);
   at += n_stop * sizeof(char*);
   size_t* lens = reinterpret_cast<size_t*>(at);
@@ -94,6 +107,24 @@ void finish(ml_gen* g, int reason, size_t* len) {
   g->st.gen_seconds = now_seconds() - g->t_gen0;
 }
 
+// Counts one more sampling of id (the penalties' history). The list is sized at ml_gen_start for
+// every sample the session's context leaves room for; it overflows only when the session was
+// truncated behind the generation's back.
+ml_status count_sampled(ml_gen* g, int32_t id, ml_error* err) {
+  for (int32_t i = 0; i < g->n_counts; ++i)
+    if (g->counts[i].id == id) {
+      ++g->counts[i].count;
+      return ML_OK;
+    }
+  if (g->n_counts == g->counts_cap)
+    return ml_fail(err, ML_E_ARG,
+                   "generation: more distinct tokens than the %d the context left room for (was the session "
+                   "truncated during generation?)",
+                   (int)g->counts_cap);
+  g->counts[g->n_counts++] = ml_token_count{id, 1};
+  return ML_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -108,10 +139,23 @@ ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* p
   if (n_prompt > (size_t)(ctx - pos))
     return ml_fail(err, ML_E_ARG, "the prompt has %zu tokens, more than the %d positions left of the context of %d",
                    n_prompt, ctx - pos, ctx);
-  if (p->min_p != 0.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
-    return ml_fail(err, ML_E_ARG, "min_p and the presence/frequency penalties are not supported yet");
-  ml_sampler_params sp{p->temperature, p->top_p, p->top_k, p->seed};
-  ML_TRY(ml_session_set_sampler(s, &sp, err));
+  ml_sampler_opts so;
+  so.temperature = p->temperature;
+  so.top_p = p->top_p;
+  so.top_k = p->top_k;
+  so.min_p = p->min_p;
+  so.presence_penalty = p->presence_penalty;
+  so.frequency_penalty = p->frequency_penalty;
+  so.seed = p->seed;
+  const int32_t vocab = s->model->cfg.vocab_size;
+  ML_TRY(ml_sampler_init(&s->sampler, vocab, &so, s->sampler_scratch, err));
+  // Samples happen at positions pos + n_prompt .. ctx (the last one is never fed), at most
+  // max_tokens of them; each adds at most one distinct id.
+  int32_t counts_cap = 0;
+  if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) {
+    const int64_t samples = std::min<int64_t>(p->max_tokens, (int64_t)ctx - pos - (int64_t)n_prompt + 1);
+    counts_cap = (int32_t)std::min<int64_t>(samples, vocab);
+  }
   ml_gen* g = new (std::nothrow) ml_gen;
   if (!g) return ml_fail(err, ML_E_NOMEM, "cannot allocate the generator");
   g->exec = e;
@@ -122,7 +166,7 @@ ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* p
   const ml_model_info info = ml_model_get_info(s->model);
   g->eos = info.eos_id;
   g->bos = info.bos_id;
-  ml_status st = setup_buffers(g, p, err);
+  ml_status st = setup_buffers(g, p, counts_cap, err);
   const double t0 = now_seconds();
   if (st == ML_OK && n_prompt > 0) st = ml_session_feed(e, s, prompt, n_prompt, err);
   if (st != ML_OK) {
@@ -159,7 +203,10 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
     g->pending = -1;
     ML_TRY(ml_session_feed(g->exec, g->session, &t, 1, err));
   }
-  const int32_t next = ml_session_sample(g->session);
+  const float* logits = ml_session_logits(g->session);
+  const int32_t next =
+      logits ? ml_sampler_sample(&g->session->sampler, logits, g->counts, (size_t)g->n_counts) : -1;
+  if (g->counts_cap > 0 && next >= 0) ML_TRY(count_sampled(g, next, err));
   ++g->st.n_generated;
   *id = next;
   if (g->stop_at_eos && (next == g->eos || next == g->bos || ml_token_is_eog(g->tok, next))) {

@@ -1,5 +1,6 @@
-// Token sampling: greedy, temperature, top-k, top-p over caller-provided scratch, with
-// llama2.c's xorshift64* generator and a portable exp. See sampler.h for the exact rules.
+// Token sampling: penalties, greedy, temperature, top-k, top-p, min-p over caller-provided
+// scratch, with llama2.c's xorshift64* generator and a portable exp. See sampler.h for the exact
+// rules.
 #include "model/sampler.h"
 
 #include <algorithm>
@@ -81,38 +82,66 @@ size_t ml_sampler_scratch_bytes(int32_t vocab) {
 
 void ml_sampler_seed(ml_sampler* s, uint64_t seed) { s->rng = seed ? seed : kZeroSeed; }
 
-ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, float temperature, float top_p, int32_t top_k,
-                          uint64_t seed, void* scratch, ml_error* err) {
+ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, const ml_sampler_opts* o, void* scratch, ml_error* err) {
   *s = ml_sampler{};
   if (vocab <= 0) return ml_fail(err, ML_E_ARG, "sampler: vocab %d must be positive", (int)vocab);
-  if (!std::isfinite(temperature) || temperature < 0.0f)
-    return ml_fail(err, ML_E_ARG, "sampler: temperature %g must be finite and >= 0", (double)temperature);
-  if (!(top_p > 0.0f && top_p <= 1.0f))
-    return ml_fail(err, ML_E_ARG, "sampler: top_p %g must be in (0, 1]", (double)top_p);
-  if (top_k < 0) return ml_fail(err, ML_E_ARG, "sampler: top_k %d must be >= 0", (int)top_k);
-  const bool greedy = temperature == 0.0f || top_k == 1;
-  if (!greedy) {
+  if (!std::isfinite(o->temperature) || o->temperature < 0.0f)
+    return ml_fail(err, ML_E_ARG, "sampler: temperature %g must be finite and >= 0", (double)o->temperature);
+  if (!(o->top_p > 0.0f && o->top_p <= 1.0f))
+    return ml_fail(err, ML_E_ARG, "sampler: top_p %g must be in (0, 1]", (double)o->top_p);
+  if (o->top_k < 0) return ml_fail(err, ML_E_ARG, "sampler: top_k %d must be >= 0", (int)o->top_k);
+  if (!(o->min_p >= 0.0f && o->min_p < 1.0f))
+    return ml_fail(err, ML_E_ARG, "sampler: min_p %g must be in [0, 1)", (double)o->min_p);
+  if (!(o->presence_penalty >= -2.0f && o->presence_penalty <= 2.0f))
+    return ml_fail(err, ML_E_ARG, "sampler: presence_penalty %g must be in [-2, 2]", (double)o->presence_penalty);
+  if (!(o->frequency_penalty >= -2.0f && o->frequency_penalty <= 2.0f))
+    return ml_fail(err, ML_E_ARG, "sampler: frequency_penalty %g must be in [-2, 2]", (double)o->frequency_penalty);
+  const bool greedy = o->temperature == 0.0f || o->top_k == 1;
+  const bool penalties = o->presence_penalty != 0.0f || o->frequency_penalty != 0.0f;
+  if (!greedy || penalties) {
     if (ml_sampler_scratch_bytes(vocab) == 0)
       return ml_fail(err, ML_E_NOMEM, "sampler: scratch for vocab %d overflows", (int)vocab);
-    if (!scratch) return ml_fail(err, ML_E_ARG, "sampler: scratch is null (temperature %g needs it)", (double)temperature);
+    if (!scratch)
+      return ml_fail(err, ML_E_ARG, "sampler: scratch is null (temperature %g%s needs it)", (double)o->temperature,
+                     penalties ? " with penalties" : "");
     if (reinterpret_cast<uintptr_t>(scratch) % alignof(double) != 0)
       return ml_fail(err, ML_E_ARG, "sampler: scratch %p is not 8-byte aligned", scratch);
     s->prob = static_cast<double*>(scratch);
     s->idx = reinterpret_cast<int32_t*>(static_cast<double*>(scratch) + vocab);
   }
   s->vocab = vocab;
-  s->temperature = temperature;
-  s->top_p = top_p;
-  s->top_k = top_k;
-  ml_sampler_seed(s, seed);
+  s->temperature = o->temperature;
+  s->top_p = o->top_p;
+  s->top_k = o->top_k;
+  s->min_p = o->min_p;
+  s->presence_penalty = o->presence_penalty;
+  s->frequency_penalty = o->frequency_penalty;
+  ml_sampler_seed(s, o->seed);
   return ML_OK;
 }
 
-int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
+namespace {
+
+// Index of the largest of x[0, n), the lowest on ties, skipping NaN; 0 when all are NaN (as
+// ml_argmax, over the penalized logits).
+int32_t argmax_double(const double* x, int32_t n) {
+  int32_t i = 0;
+  while (i < n && std::isnan(x[i])) ++i;
+  if (i == n) return 0;
+  int32_t best = i;
+  double m = x[i];
+  for (++i; i < n; ++i)
+    if (x[i] > m) m = x[best = i];
+  return best;
+}
+
+// Samples (temperature, top-k, top-p, min-p, one draw) once the logits are known: logit(i) is id
+// i's logit as a double, top the index of the largest. logit may read s->prob[i]: each entry is
+// read before it is overwritten.
+template <class Logit>
+int32_t draw(ml_sampler* s, Logit logit, int32_t top) {
   const int32_t V = s->vocab;
-  if (s->temperature == 0.0f || s->top_k == 1) return ml_argmax(logits, V);
-  const int32_t top = ml_argmax(logits, V);
-  const double mx = logits[top];
+  const double mx = logit(top);
   if (std::isnan(mx)) return 0;  // every logit is NaN
   const double T = s->temperature;
   double* p = s->prob;
@@ -120,7 +149,7 @@ int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
   // Unnormalised probabilities: the maximum gets exactly 1, NaN gets 0; with +inf logits, only
   // the +inf ones keep mass.
   for (int32_t i = 0; i < V; i++) {
-    const double l = logits[i];
+    const double l = logit(i);
     p[i] = l == mx ? 1.0 : std::isnan(l) ? 0.0 : ml_exp_portable((l - mx) / T);
     idx[i] = i;
   }
@@ -133,9 +162,9 @@ int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
     std::sort(idx, idx + n, by_prob);
     sorted = true;
   }
-  double total = 0.0;
-  for (int32_t i = 0; i < n; i++) total += p[idx[i]];
   if (s->top_p < 1.0f) {
+    double total = 0.0;
+    for (int32_t i = 0; i < n; i++) total += p[idx[i]];
     const double mass = (double)s->top_p * total;
     if (!sorted) {
       // llama2.c's cut: the ids below (1 - top_p) * total / (n - 1), at most n - 1 of them
@@ -149,6 +178,7 @@ int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
         n = kept;
       }
       std::sort(idx, idx + n, by_prob);
+      sorted = true;
     }
     double cum = 0.0;
     int32_t last = n - 1;
@@ -160,8 +190,21 @@ int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
       }
     }
     n = last + 1;
-    total = cum;
   }
+  if (s->min_p > 0.0f) {
+    // The most probable id has p exactly 1 (and min_p < 1), so it always stays.
+    const double floor = s->min_p;
+    if (sorted) {
+      while (n > 1 && p[idx[n - 1]] < floor) --n;
+    } else {
+      int32_t kept = 0;
+      for (int32_t i = 0; i < n; i++)
+        if (p[idx[i]] >= floor) idx[kept++] = idx[i];
+      n = kept;
+    }
+  }
+  double total = 0.0;
+  for (int32_t i = 0; i < n; i++) total += p[idx[i]];
   const double r = ml_rng_unit(&s->rng) * total;
   double acc = 0.0;
   for (int32_t i = 0; i < n; i++) {
@@ -169,4 +212,29 @@ int32_t ml_sampler_sample(ml_sampler* s, const float* logits) {
     if (r < acc) return idx[i];
   }
   return idx[n - 1];  // r rounded onto the total
+}
+
+}  // namespace
+
+int32_t ml_sampler_sample(ml_sampler* s, const float* logits, const ml_token_count* counts, size_t n_counts) {
+  const int32_t V = s->vocab;
+  const bool greedy = s->temperature == 0.0f || s->top_k == 1;
+  const bool penalize = n_counts > 0 && (s->presence_penalty != 0.0f || s->frequency_penalty != 0.0f);
+  if (!penalize) {
+    const int32_t top = ml_argmax(logits, V);
+    if (greedy) return top;
+    return draw(s, [logits](int32_t i) { return (double)logits[i]; }, top);
+  }
+  // The penalized logits, in the probability scratch (draw turns them into probabilities in place).
+  double* pl = s->prob;
+  for (int32_t i = 0; i < V; i++) pl[i] = logits[i];
+  const double freq = s->frequency_penalty, pres = s->presence_penalty;
+  for (size_t k = 0; k < n_counts; k++) {
+    const ml_token_count c = counts[k];
+    if (c.id < 0 || c.id >= V || c.count <= 0) continue;
+    pl[c.id] -= (double)c.count * freq + pres;
+  }
+  const int32_t top = argmax_double(pl, V);
+  if (greedy) return top;
+  return draw(s, [pl](int32_t i) { return pl[i]; }, top);
 }

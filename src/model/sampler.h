@@ -1,17 +1,24 @@
-// Token sampling from logits: greedy, temperature, top-k and top-p (nucleus), with a seeded
-// xorshift64* generator (llama2.c's, same constants), so one seed gives the same ids on every
-// build and platform.
+// Token sampling from logits: greedy, temperature, top-k, top-p (nucleus) and min-p, with
+// OpenAI's presence and frequency penalties, and a seeded xorshift64* generator (llama2.c's, same
+// constants), so one seed gives the same ids on every build and platform.
 //
 // Contract:
 // - ml_sampler_init validates the parameters (ML_E_ARG naming the parameter and its value);
 //   sampling never fails and never allocates: its vocab-sized scratch (probabilities and an index
 //   array, ml_sampler_scratch_bytes) comes from the caller, normally the model's arena.
-// - Greedy (temperature 0, or top_k 1) returns the argmax of the logits, ties to the lowest id;
-//   NaN logits are never chosen.
+// - Penalties first, into the scratch (the logits are never modified): the logit of every id
+//   with a count c > 0 becomes (double)logit - (c * frequency_penalty + presence_penalty), in
+//   double; the counts are those the caller passes (the generation loop: the ids it has sampled
+//   so far, not the prompt).
+// - Greedy (temperature 0, or top_k 1) returns the argmax of the (penalized) logits, ties to the
+//   lowest id; NaN logits are never chosen.
 // - Otherwise: p_i = exp((l_i - max) / T) in double, with a portable exp built from +, *, / and
-//   ldexp (no libm exp, whose last bit differs across platforms). Top-k keeps the k most probable
-//   ids; top-p keeps the shortest prefix of the rest, by descending probability, whose mass
-//   exceeds top_p of theirs. Ties in probability order by ascending id, so the candidate set and
+//   ldexp (no libm exp, whose last bit differs across platforms); the most probable id gets
+//   exactly 1. Then, in transformers' order: top-k keeps the k most probable ids; top-p keeps
+//   the shortest prefix of the rest, by descending probability, whose mass exceeds top_p of
+//   theirs; min-p drops the ids whose p_i is below min_p (min_p times the most probable one's).
+//   (llama.cpp cuts in the same order but applies its temperature last, so its min-p differs
+//   from this one when T != 1.) Ties in probability order by ascending id, so the candidate set and
 //   its order are fully determined. Every sum runs in a fixed order. One draw u in [0, 1) per
 //   token (24 bits, as llama2.c's random_f32) picks the first candidate whose running mass
 //   exceeds u times the candidates' total; candidates are in id order when neither top-k nor
@@ -22,11 +29,30 @@
 
 #include "core/status.h"
 
+// The sampling parameters; the defaults are greedy decoding.
+struct ml_sampler_opts {
+  float temperature = 0.0f;        // finite, >= 0; 0: greedy
+  float top_p = 1.0f;              // (0, 1]; 1: off
+  int32_t top_k = 0;               // >= 0; 0: off
+  float min_p = 0.0f;              // [0, 1); 0: off
+  float presence_penalty = 0.0f;   // [-2, 2]
+  float frequency_penalty = 0.0f;  // [-2, 2]
+  uint64_t seed = 0;
+};
+
+// How often an id was sampled (a generation's sparse history: one entry per distinct id).
+struct ml_token_count {
+  int32_t id;
+  int32_t count;
+};
+
 struct ml_sampler {
   int32_t vocab = 0;
   float temperature = 0.0f;  // 0: greedy
   float top_p = 1.0f;        // 1: off
   int32_t top_k = 0;         // 0 or >= vocab: off
+  float min_p = 0.0f;        // 0: off
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   uint64_t rng = 0;          // xorshift64* state, never 0
   double* prob = nullptr;    // scratch [vocab]
   int32_t* idx = nullptr;    // scratch [vocab]
@@ -36,18 +62,20 @@ struct ml_sampler {
 // is not positive or the size overflows size_t.
 size_t ml_sampler_scratch_bytes(int32_t vocab);
 
-// temperature: finite, >= 0 (0 = greedy). top_p: in (0, 1] (1 = off). top_k: >= 0 (0 = off).
-// seed: the generator's state (0 is replaced by a fixed nonzero constant, since xorshift would
-// stay at 0). scratch: ml_sampler_scratch_bytes(vocab) bytes, 8-byte aligned; it may be null
-// only for greedy sampling.
-ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, float temperature, float top_p, int32_t top_k,
-                          uint64_t seed, void* scratch, ml_error* err);
+// Checks o's ranges (ml_sampler_opts; NaN is out of every range). seed: the generator's state (0
+// is replaced by a fixed nonzero constant, since xorshift would stay at 0). scratch:
+// ml_sampler_scratch_bytes(vocab) bytes, 8-byte aligned; it may be null only for greedy
+// sampling without penalties.
+ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, const ml_sampler_opts* o, void* scratch, ml_error* err);
 
 // Restarts the generator from seed (as ml_sampler_init does).
 void ml_sampler_seed(ml_sampler* s, uint64_t seed);
 
-// Picks the next token from logits[0, vocab). Does not modify the logits.
-int32_t ml_sampler_sample(ml_sampler* s, const float* logits);
+// Picks the next token from logits[0, vocab), penalizing the ids of counts[0, n_counts) (distinct
+// ids; entries with a count <= 0 or an id outside the vocabulary are ignored). Does not modify the
+// logits.
+int32_t ml_sampler_sample(ml_sampler* s, const float* logits, const ml_token_count* counts = nullptr,
+                          size_t n_counts = 0);
 
 // Index of the largest of x[0, n), the lowest on ties, skipping NaN; 0 when all are NaN.
 int32_t ml_argmax(const float* x, int32_t n);

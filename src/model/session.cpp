@@ -83,8 +83,10 @@ ml_status ml_session_init(ml_session* s, const ml_model* m, const ml_session_opt
                                            : ": lower the context (--ctx)", err));
   ML_TRY(ml_arena_alloc(&s->arena, err));
   ml_status st = carve(s, m->cfg, err);
-  if (st == ML_OK)  // greedy until the caller sets its sampling
-    st = ml_sampler_init(&s->sampler, m->cfg.vocab_size, 0.0f, 1.0f, 0, 0, s->sampler_scratch, err);
+  if (st == ML_OK) {  // greedy until the caller sets its sampling
+    const ml_sampler_opts greedy{};
+    st = ml_sampler_init(&s->sampler, m->cfg.vocab_size, &greedy, s->sampler_scratch, err);
+  }
   if (st != ML_OK) ml_session_release(s);
   return st;
 }

@@ -53,6 +53,33 @@ inline std::string shared_dir() {
   return s ? s : ML_SHARED_DIR_DEFAULT;
 }
 
+// stories260K, converted once per process from the llama2.c checkpoint in the shared data (512
+// tokens, llama2.c's tokenizer).
+inline std::string stories_model() {
+  static std::string path;
+  if (!path.empty()) return path;
+  path = tmp_path("stories260K.mlb");
+  const std::string ckpt = shared_dir() + "/models/stories260K.bin", tok = shared_dir() + "/models/tok512.bin";
+  ml_convert_llama2c_params p = ml_convert_llama2c_defaults();
+  p.checkpoint = ckpt.c_str();
+  p.tokenizer = tok.c_str();
+  p.out = path.c_str();
+  ml_error err;
+  const ml_status s = ml_convert_llama2c(&p, &err);
+  INFO(err.msg);
+  REQUIRE(s == ML_OK);
+  return path;
+}
+
+inline std::vector<int32_t> encode(const ml_tokenizer* t, const std::string& text, int bos) {
+  std::vector<int32_t> ids(text.size() + 3);
+  size_t n = 0;
+  ml_error err;
+  REQUIRE(ml_tokenize(t, text.data(), text.size(), bos, ids.data(), ids.size(), &n, &err) == ML_OK);
+  ids.resize(n);
+  return ids;
+}
+
 struct model {
   ml_model* m = nullptr;
   explicit model(const std::string& path, const ml_model_params* p = nullptr) {

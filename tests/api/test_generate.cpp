@@ -10,21 +10,8 @@
 
 namespace {
 
-std::string stories_model() {
-  static std::string path;
-  if (!path.empty()) return path;
-  path = api::tmp_path("stories260K.mlb");
-  const std::string ckpt = api::shared_dir() + "/models/stories260K.bin", tok = api::shared_dir() + "/models/tok512.bin";
-  ml_convert_llama2c_params p = ml_convert_llama2c_defaults();
-  p.checkpoint = ckpt.c_str();
-  p.tokenizer = tok.c_str();
-  p.out = path.c_str();
-  ml_error err;
-  const ml_status s = ml_convert_llama2c(&p, &err);
-  INFO(err.msg);
-  REQUIRE(s == ML_OK);
-  return path;
-}
+using api::encode;
+using api::stories_model;
 
 struct result {
   std::string text;
@@ -57,15 +44,6 @@ result generate(ml_exec* e, ml_session* s, const std::vector<int32_t>& prompt, i
   r.st = ml_gen_get_stats(g);
   ml_gen_free(g);
   return r;
-}
-
-std::vector<int32_t> encode(const ml_tokenizer* t, const std::string& text, int bos) {
-  std::vector<int32_t> ids(text.size() + 3);
-  size_t n = 0;
-  ml_error err;
-  REQUIRE(ml_tokenize(t, text.data(), text.size(), bos, ids.data(), ids.size(), &n, &err) == ML_OK);
-  ids.resize(n);
-  return ids;
 }
 
 // Whether s is a sequence of whole, valid UTF-8 characters.

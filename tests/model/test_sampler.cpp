@@ -14,17 +14,27 @@
 
 namespace {
 
+ml_sampler_opts opts(float temp, float top_p, int32_t top_k, uint64_t seed) {
+  ml_sampler_opts o;
+  o.temperature = temp;
+  o.top_p = top_p;
+  o.top_k = top_k;
+  o.seed = seed;
+  return o;
+}
+
 // Owns a sampler and its scratch.
 struct Sampler {
   std::vector<double> scratch;
   ml_sampler s;
-  Sampler(int32_t vocab, float temp, float top_p, int32_t top_k, uint64_t seed)
-      : scratch(ml_sampler_scratch_bytes(vocab) / sizeof(double) + 1) {
+  Sampler(int32_t vocab, const ml_sampler_opts& o) : scratch(ml_sampler_scratch_bytes(vocab) / sizeof(double) + 1) {
     ml_error err;
-    const ml_status st = ml_sampler_init(&s, vocab, temp, top_p, top_k, seed, scratch.data(), &err);
+    const ml_status st = ml_sampler_init(&s, vocab, &o, scratch.data(), &err);
     INFO(err.msg);
     REQUIRE(st == ML_OK);
   }
+  Sampler(int32_t vocab, float temp, float top_p, int32_t top_k, uint64_t seed)
+      : Sampler(vocab, opts(temp, top_p, top_k, seed)) {}
   int32_t operator()(const std::vector<float>& logits) { return ml_sampler_sample(&s, logits.data()); }
 };
 
@@ -104,7 +114,8 @@ TEST_CASE("sampler: xorshift64* known answers", "[sampler]") {
   for (uint32_t w : want) CHECK(ml_rng_u32(&st) == w);
   // Seed 0 is replaced by 0x9E3779B97F4A7C15.
   ml_sampler s;
-  ml_sampler_init(&s, 4, 0.0f, 1.0f, 0, 0, nullptr, nullptr);
+  const ml_sampler_opts seed0 = opts(0.0f, 1.0f, 0, 0);
+  ml_sampler_init(&s, 4, &seed0, nullptr, nullptr);
   CHECK(ml_rng_u32(&s.rng) == 226735074u);
   CHECK(ml_rng_u32(&s.rng) == 1422150777u);
   uint64_t u = 7;
@@ -134,8 +145,9 @@ TEST_CASE("sampler: greedy takes the argmax, ties to the lowest id", "[sampler]"
   // Greedy needs no scratch.
   ml_sampler s;
   ml_error err;
-  CHECK(ml_sampler_init(&s, 6, 0.0f, 1.0f, 0, 1, nullptr, &err) == ML_OK);
-  CHECK(ml_sampler_init(&s, 6, 0.8f, 1.0f, 1, 1, nullptr, &err) == ML_OK);  // top_k 1 is greedy
+  const ml_sampler_opts greedy = opts(0.0f, 1.0f, 0, 1), top1 = opts(0.8f, 1.0f, 1, 1);
+  CHECK(ml_sampler_init(&s, 6, &greedy, nullptr, &err) == ML_OK);
+  CHECK(ml_sampler_init(&s, 6, &top1, nullptr, &err) == ML_OK);  // top_k 1 is greedy
 }
 
 TEST_CASE("sampler: top-k 1 and a tiny top-p are greedy", "[sampler]") {
@@ -274,7 +286,8 @@ TEST_CASE("sampler: invalid parameters are rejected, naming them", "[sampler]") 
   ml_error err;
   auto init = [&](int32_t vocab, float temp, float top_p, int32_t top_k, void* scr) {
     err = ml_error{};
-    return ml_sampler_init(&s, vocab, temp, top_p, top_k, 1, scr, &err);
+    const ml_sampler_opts o = opts(temp, top_p, top_k, 1);
+    return ml_sampler_init(&s, vocab, &o, scr, &err);
   };
   CHECK(init(10, NAN, 1.0f, 0, scratch.data()) == ML_E_ARG);
   CHECK_THAT(err.msg, Catch::Contains("temperature"));

@@ -154,7 +154,8 @@ typedef struct ml_sampler_params {
   uint64_t seed;
 } ml_sampler_params;
 
-/* Sets the session's sampler and restarts its generator from seed. ML_E_ARG names a bad value. */
+/* Sets the session's sampler and restarts its generator from seed. ML_E_ARG names a bad value.
+ * (min_p and the penalties are ml_gen_params': the penalties need the generation's history.) */
 ml_status ml_session_set_sampler(ml_session* s, const ml_sampler_params* p, ml_error* err);
 /* Draws the next id from the session's logits (-1 when it has none). */
 int32_t ml_session_sample(ml_session* s);
@@ -244,17 +245,26 @@ size_t ml_detok_max_bytes(const ml_tokenizer* t);
 
 /* ---- Generation ----------------------------------------------------------------------------- */
 
+/* Sampling, in this order: the penalties (OpenAI's), logit[j] -= c[j] * frequency_penalty +
+ * (c[j] > 0) * presence_penalty, where c[j] counts id j among the tokens this generation has
+ * sampled so far (not the prompt), computed in double into scratch (ml_session_logits stays the
+ * model's); temperature 0 (or top_k 1) then takes the argmax of the penalized logits, ties to the
+ * lowest id; else the temperature, top_k, top_p, then min_p (ids whose probability after the
+ * temperature is below min_p times the most probable one's are dropped), and one seeded draw.
+ * The same seed gives the same ids on every build (model/sampler.h has the exact rules).
+ * ML_E_ARG names a value out of range. */
 typedef struct ml_gen_params {
   int max_tokens; /* tokens to sample */
-  float temperature, top_p;
-  int top_k;
+  float temperature;        /* finite, >= 0; 0 = greedy */
+  float top_p;              /* (0, 1]; 1 = off */
+  int top_k;                /* >= 0; 0 = off */
   uint64_t seed;
   int stop_at_eos;          /* stop when EOS, BOS or an end-of-turn token (ml_token_is_eog) is sampled */
   const char* const* stop;  /* stop strings (UTF-8); the text ends before the first match */
   size_t n_stop;
-  float min_p;              /* 0 = off; else drop ids less probable than min_p times the most probable */
-  float presence_penalty;   /* OpenAI's: subtracted once from the logit of every id generated so far */
-  float frequency_penalty;  /* OpenAI's: subtracted per occurrence among the ids generated so far */
+  float min_p;              /* [0, 1); 0 = off */
+  float presence_penalty;   /* [-2, 2]; 0 = off: subtracted once from the logit of every id sampled so far */
+  float frequency_penalty;  /* [-2, 2]; 0 = off: subtracted once per time the id was sampled so far */
 } ml_gen_params;
 
 typedef enum ml_stop_reason {
