@@ -2,6 +2,8 @@
 // hooks cannot reach is listed in docs/server.md, "Known limitations".
 #include "http_guard.h"
 
+#include "http_pool.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -43,6 +45,15 @@ bool content_length(const httplib::Request& req, unsigned long long* n) {
   return true;
 }
 
+// Bytes beyond --max-body that the server still reads and drops before its 413.
+constexpr unsigned long long DRAIN_LIMIT = 64ull << 20;
+
+bool refuse_too_large(httplib::Response& res, const http_options& opt) {
+  return refuse(res, 413, "the request body is larger than the server's limit of " + std::to_string(opt.max_body) +
+                              " bytes (--max-body)",
+                "request_too_large");
+}
+
 }  // namespace
 
 void close_after(httplib::Response& res) {
@@ -74,11 +85,11 @@ bool refuse_bad_framing(const httplib::Request& req, httplib::Response& res, con
   }
   if ((has_te || !length.empty()) && req.is_multipart_form_data())
     return refuse(res, 415, "multipart bodies are not accepted: send JSON");
+  // A body over --max-body is read and dropped by httplib (then 413), so that closing the
+  // connection does not reset it under the client's feet; one too large to be worth reading is
+  // refused at once.
   unsigned long long n = 0;
-  if (content_length(req, &n) && n > opt.max_body)
-    return refuse(res, 413, "the request body is larger than the server's limit of " + std::to_string(opt.max_body) +
-                                " bytes (--max-body)",
-                  "request_too_large");
+  if (content_length(req, &n) && n > opt.max_body && n - opt.max_body > DRAIN_LIMIT) return refuse_too_large(res, opt);
   return false;
 }
 
@@ -94,10 +105,7 @@ void post_with_limits(httplib::Server& svr, const char* path, const http_options
       body.append(data, n);
       return true;
     });
-    if (too_big || (!read && res.status == 413))
-      return (void)refuse(res, 413, "the request body is larger than the server's limit of " +
-                                        std::to_string(opt.max_body) + " bytes (--max-body)",
-                          "request_too_large");
+    if (too_big || (!read && res.status == 413)) return (void)refuse_too_large(res, opt);
     if (too_slow)
       return (void)refuse(res, 408, "the request body took longer than " + std::to_string(opt.timeout) +
                                         " s (--timeout) to arrive");
@@ -114,10 +122,14 @@ void install_http_guard(httplib::Server& svr, const http_options& opt, size_t mi
   // As llama-server: idle keep-alive connections are closed after 5 s (or --timeout when shorter),
   // and the pool has room for many of them beside the requests being served.
   const size_t workers = std::min<size_t>(1024, std::max<size_t>(min_workers, 512));
-  svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  // Threads start on demand and end after 2 s idle (4 kept): memory and threads follow the load.
+  svr.new_task_queue = [workers] { return new lazy_pool(workers, 4, std::chrono::milliseconds(2000)); };
   svr.set_keep_alive_timeout(std::min(5, opt.timeout));
   svr.set_expect_100_continue_handler([opt](const httplib::Request& req, httplib::Response& res) {
+    // RFC 9110 10.1.1: the final status instead of 100 Continue for a body that would be refused.
     if (refuse_bad_framing(req, res, opt)) return res.status;
+    unsigned long long n = 0;
+    if (content_length(req, &n) && n > opt.max_body) return refuse_too_large(res, opt), 413;
     return 100;
   });
   // httplib writes `Connection: close` but keeps reading the connection unless the response's
