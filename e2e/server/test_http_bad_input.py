@@ -404,6 +404,9 @@ class HttpCases(Base):
                 self.assert_raw_error(r, want, name)
                 self.assertTrue(r.then_closed, "%s: the connection stayed open after the error (then %r)"
                                 % (name, r.after[:200]))
+                # Closed at once, not by the read or keep-alive timeout (--timeout) running out.
+                self.assertLess(r.close_wait, TIMEOUT_S / 2, "%s: closed only %.1f s after the error"
+                                % (name, r.close_wait))
         # NUL in a header value, an obsolete folded header, bare LF line ends: refused or tolerated,
         # never a crash.
         for name, data in [("NUL in a header", b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n"),

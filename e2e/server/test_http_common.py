@@ -224,6 +224,7 @@ class RawResponse:
         self.timed_out = False  # nothing more within the timeout (connection left open)
         self.complete = False   # the body ended where its framing said
         self.then_closed = None # raw_exchange(check_close=...): closed after the answer
+        self.close_wait = None  # ... after how many seconds
         self.after = b""
         self.rest = b""
 
@@ -352,8 +353,9 @@ def raw_exchange(port, data, timeout=10, chunks=None, check_close=0):
         if check_close:
             # Did the server close the connection after its answer (within check_close seconds),
             # without a second answer? Set as r.then_closed.
-            closed, _, seen = (True, 0, b"") if r.closed else wait_closed(s, check_close)
+            closed, waited, seen = (True, 0, b"") if r.closed else wait_closed(s, check_close)
             r.then_closed = closed and not (r.rest + seen).strip()
+            r.close_wait = waited  # seconds from the answer to the close
             r.after = r.rest + seen
         return r
     finally:
