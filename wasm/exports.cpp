@@ -68,6 +68,37 @@ void destroy(krafla_session* s) {
   delete s;
 }
 
+// After the model opened: the executor, the session and the info JSON (size: the model's bytes as
+// given). Returns s, or null (s destroyed) with the error set.
+krafla_session* finish_open(krafla_session* s, size_t size, int kv, int n_threads, int batch) {
+  ml_exec_params ep{};
+  ep.n_threads = n_threads;
+  ep.batch = batch;
+  ml_session_params sp{};
+  sp.kv = kv;
+  if (ml_exec_create(&s->exec, s->model, &ep, &g_err) != ML_OK ||
+      ml_session_create(&s->session, s->model, &sp, &g_err) != ML_OK) {
+    destroy(s);
+    return nullptr;
+  }
+  const ml_model_info i = ml_model_get_info(s->model);
+  s->bos = i.bos_id;
+  s->eos = i.eos_id;
+  std::snprintf(s->info, sizeof s->info,
+                "{\"vocab_size\":%d,\"ctx\":%d,\"max_seq\":%d,\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,"
+                "\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,\"wtype\":\"%s\",\"bos_id\":%d,\"eos_id\":%d,"
+                "\"has_tokenizer\":%s,\"has_chat_template\":%s,\"tokenizer_kind\":\"%s\",\"isa\":\"%s\",\"threads_built\":%s,\"n_threads\":%d,\"batch\":%d,"
+                "\"packed\":%s,\"pack_g\":%d,\"state_bytes\":%zu,\"packed_bytes\":%zu,\"model_bytes\":%zu}",
+                i.vocab_size, ml_session_ctx(s->session), i.max_seq, i.dim, i.hidden_dim, i.n_layers, i.n_heads,
+                i.n_kv_heads, i.head_dim, i.wtype == ML_DT_Q4 ? "q4" : "q8", i.bos_id, i.eos_id,
+                i.has_tokenizer ? "true" : "false",
+                ml_tokenizer_has_chat_template(ml_model_tokenizer(s->model)) ? "true" : "false",
+                !i.has_tokenizer ? "none" : ml_tokenizer_is_hf(ml_model_tokenizer(s->model)) ? "hf" : "llama2c", i.isa, ml_build_threads() ? "true" : "false",
+                ml_exec_threads(s->exec), ml_exec_batch(s->exec), i.packed ? "true" : "false", i.pack_g,
+                ml_exec_bytes(s->exec) + ml_session_bytes(s->session), i.packed_bytes, size);
+  return s;
+}
+
 }  // namespace
 
 extern "C" {
@@ -101,33 +132,32 @@ EMSCRIPTEN_KEEPALIVE krafla_session* krafla_open(void* data, size_t size, int ct
   s->data = data;
   ml_model_params mp{};
   mp.ctx = ctx;
-  ml_exec_params ep{};
-  ep.n_threads = n_threads;
-  ep.batch = batch;
-  ml_session_params sp{};
-  sp.kv = kv;
-  if (ml_model_open_memory(&s->model, data, size, &mp, &g_err) != ML_OK ||
-      ml_exec_create(&s->exec, s->model, &ep, &g_err) != ML_OK ||
-      ml_session_create(&s->session, s->model, &sp, &g_err) != ML_OK) {
+  if (ml_model_open_memory(&s->model, data, size, &mp, &g_err) != ML_OK) {
     destroy(s);
     return nullptr;
   }
-  const ml_model_info i = ml_model_get_info(s->model);
-  s->bos = i.bos_id;
-  s->eos = i.eos_id;
-  std::snprintf(s->info, sizeof s->info,
-                "{\"vocab_size\":%d,\"ctx\":%d,\"max_seq\":%d,\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,"
-                "\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,\"wtype\":\"%s\",\"bos_id\":%d,\"eos_id\":%d,"
-                "\"has_tokenizer\":%s,\"has_chat_template\":%s,\"tokenizer_kind\":\"%s\",\"isa\":\"%s\",\"threads_built\":%s,\"n_threads\":%d,\"batch\":%d,"
-                "\"packed\":%s,\"pack_g\":%d,\"state_bytes\":%zu,\"packed_bytes\":%zu,\"model_bytes\":%zu}",
-                i.vocab_size, ml_session_ctx(s->session), i.max_seq, i.dim, i.hidden_dim, i.n_layers, i.n_heads,
-                i.n_kv_heads, i.head_dim, i.wtype == ML_DT_Q4 ? "q4" : "q8", i.bos_id, i.eos_id,
-                i.has_tokenizer ? "true" : "false",
-                ml_tokenizer_has_chat_template(ml_model_tokenizer(s->model)) ? "true" : "false",
-                !i.has_tokenizer ? "none" : ml_tokenizer_is_hf(ml_model_tokenizer(s->model)) ? "hf" : "llama2c", i.isa, krafla_build_threads() ? "true" : "false",
-                ml_exec_threads(s->exec), ml_exec_batch(s->exec), i.packed ? "true" : "false", i.pack_g,
-                ml_exec_bytes(s->exec) + ml_session_bytes(s->session), i.packed_bytes, size);
-  return s;
+  return finish_open(s, size, kv, n_threads, batch);
+}
+
+// Opens the model at path of the module's file system (Module.FS) as ml_model_open does: an .mlb,
+// a GGUF file or a Hugging Face model folder (config.json, safetensors, tokenizer.json, ...),
+// the last two converted at load into memory the model owns. The files are read once, whole, and
+// closed before the conversion ends (the package drops each staged weight file once read).
+// Other arguments as krafla_open. Returns the session, or null.
+EMSCRIPTEN_KEEPALIVE krafla_session* krafla_open_path(const char* path, int ctx, int kv, int n_threads, int batch) {
+  clear_error();
+  krafla_session* s = new (std::nothrow) krafla_session;
+  if (!s) {
+    fail(ML_E_NOMEM, "out of wasm memory");
+    return nullptr;
+  }
+  ml_model_params mp{};
+  mp.ctx = ctx;
+  if (ml_model_open(&s->model, path, &mp, &g_err) != ML_OK) {
+    destroy(s);
+    return nullptr;
+  }
+  return finish_open(s, ml_model_get_info(s->model).model_bytes, kv, n_threads, batch);
 }
 
 EMSCRIPTEN_KEEPALIVE void krafla_close(krafla_session* s) {

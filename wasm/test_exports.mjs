@@ -5,9 +5,10 @@
 // uses it) and stepped by hand through krafla_sample/krafla_eval; a stop string spanning two
 // tokens must cut the text exactly; the stop reasons (length, eos, context, stop, abort) must be
 // reported; the in-module llama2.c converter must produce the same bytes as native ml_convert;
-// bad bytes must give a clear error, not a crash.
+// bad bytes must give a clear error, not a crash; a Hugging Face folder staged in M.FS opens with
+// krafla_open_path and gives native ml_run's greedy text on the same folder.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 
@@ -260,6 +261,34 @@ check('in-module llama2.c conversion equals native ml_convert', () => {
   assert.deepEqual(Buffer.from(M.FS.readFile('/out.mlb')), readFileSync(mlb));
   assert.notEqual(M._krafla_convert_llama2c(path('/tok.bin'), path('/tok.bin'), path('/bad.mlb'), 0, 0), 0);
   console.log('      error:', lastError());
+});
+
+check('krafla_open_path: a Hugging Face folder in M.FS gives native ml_run\'s greedy text; without tokenizer.json a clear error', () => {
+  const folder = join(shared, 'models/tinystories-656k-hf');
+  M.FS.mkdir('/hf');
+  for (const f of readdirSync(folder)) M.FS.writeFile(`/hf/${f}`, readFileSync(join(folder, f)));
+  const openPath = (p) => M.ccall('krafla_open_path', 'number', ['string', 'number', 'number', 'number', 'number'], [p, 0, 0, 1, 0]);
+  const s = openPath('/hf');
+  assert.notEqual(s, 0, lastError());
+  const info = JSON.parse(str(M._krafla_info_json(s)));
+  assert.equal(info.tokenizer_kind, 'hf');
+  assert.equal(info.dim, 128);
+  const ids = tokenize(s, PROMPT);
+  const r = genLoop(s, ids, { maxTokens: 40 });
+  // ml_run's text less its echo of the prompt (what it prints with -n 0).
+  const run = (n) => execFileSync(join(scalarBin, 'ml_run'), [folder, '-p', PROMPT, '-n', String(n), '--temp', '0'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).replace(/\n$/, '');
+  const native = run(40), nativeEcho = run(0);
+  assert.ok(native.startsWith(nativeEcho) && native.length > nativeEcho.length + 100);
+  assert.equal(r.text, native.slice(nativeEcho.length));
+  assert.equal(r.stats.n_generated, 40);
+  M._krafla_close(s);
+  M.FS.unlink('/hf/tokenizer.json');
+  assert.equal(openPath('/hf'), 0);
+  console.log('      error:', lastError());
+  assert.match(lastError(), /^\/hf: .*tokenizer\.json/);
+  assert.equal(openPath('/nowhere'), 0);
+  assert.match(lastError(), /\/nowhere/);
 });
 
 console.log(failures ? `${failures} failed` : 'all passed');

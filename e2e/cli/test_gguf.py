@@ -12,7 +12,8 @@ usage: test_gguf.py BIN_DIR SHARED_DIR
   with llama.cpp, and is deterministic.
 - Tiny GGUF files written here (fuzz/make_gguf_seeds.py's writer): a Q8_0 model requantized with
   --wtype q4 warns naming the tensors; damaged files and bad options exit with the documented
-  codes and name the file. Python 3 standard library only.
+  codes and name the file. ml_tok on a GGUF file gives the ids, text and errors it gives on the
+  converted .mlb. Python 3 standard library only.
 """
 import os
 import shutil
@@ -103,6 +104,27 @@ def main():
         check(rc == code and needle in err, "ml_convert gguf %s: exit %d (want %d): %s" % (args, rc, code, err))
     rc, _, err = run([conv, "gguf", w("q8.gguf"), "-o", w("x.mlb"), "--wtype", "q5"])
     check(rc == 2, "--wtype q5: exit %d" % rc)
+
+    # ml_tok on a GGUF file reads only its tokenizer: the same ids, text and errors as on the
+    # converted .mlb (SentencePiece as tokenizer.bin and as tokenizer.json, byte-level BPE, none).
+    tok = os.path.join(bin_dir, "ml_tok")
+    open(w("bpe.gguf"), "wb").write(gw.model("qwen2", gw.F16, tok=gw.bpe("qwen2")))
+    open(w("spm_json.gguf"), "wb").write(gw.model("llama", gw.F32, tok=gw.spm(8) + [
+        gw.kv("tokenizer.chat_template", 8, "{{ messages[0].content }}")]))
+    open(w("none.gguf"), "wb").write(gw.model("llama", gw.F32))
+    files = [w("spm.gguf"), w("spm_json.gguf"), w("bpe.gguf"), w("none.gguf")] + [f for f in (gg, tr) if os.path.exists(f)]
+    text = "Once upon a time, \u00e9t\u00e9 42 <s>!"
+    for i, f in enumerate(files):
+        mlb = w("tok%d.mlb" % i)
+        rc, _, err = run([conv, "gguf", f, "-o", mlb])
+        check(rc == 0, "gguf %s: exit %d: %s" % (f, rc, err))
+        for args in (["encode", text], ["encode", text, "--add-special"], ["decode", "0 1 2 3 4 5"]):
+            a, b = run([tok, f] + args), run([tok, mlb] + args)
+            # The messages name the file given; the rest must agree.
+            same = (a[0], a[1], a[2].replace(f, "FILE")) == (b[0], b[1], b[2].replace(mlb, "FILE"))
+            check(same, "ml_tok %s %s: the GGUF gives %r, its .mlb %r" % (os.path.basename(f), args, a, b))
+        if f == w("none.gguf"):
+            check(run([tok, f, "encode", "x"])[0] != 0, "ml_tok on a GGUF without a tokenizer succeeded")
 
     if FAILURES:
         print("%d failure(s); work folder kept: %s" % (len(FAILURES), work))

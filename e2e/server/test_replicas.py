@@ -95,6 +95,10 @@ def main():
         procs.append(r1)
         r2, addr2 = start_replica(env.exe("ml_server"), model, log)
         procs.append(r2)
+        # ml_server listens before it loads the model and answers /health with 503 until then;
+        # nginx would take a loading replica for a failed one (proxy_next_upstream) and skip it.
+        for addr in (addr1, addr2):
+            wait_until(lambda addr=addr: request("http://" + addr, "/health")[0] == 200, "replica " + addr)
         port = free_port()
         conf = open(os.path.join(HERE, "nginx.conf.in")).read()
         for k, v in {"@PREFIX@": tmp, "@LISTEN@": "127.0.0.1:%d" % port, "@REPLICA_1@": addr1,

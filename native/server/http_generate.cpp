@@ -158,6 +158,7 @@ struct stream_state {
   logprob_writer lw;
   job_event first;  // taken before the response began (an error there is a plain HTTP error)
   bool have_first = true, role_sent = false;
+  size_t sent = 0;  // bytes of the tokens streamed so far (completions' logprobs.text_offset)
 };
 
 bool write_data(httplib::DataSink& sink, const std::string& payload) {
@@ -187,10 +188,14 @@ bool stream_step(stream_state& s, httplib::DataSink& sink) {
   std::vector<token_logprob> lps;
   if (s.rq.logprobs >= 0) lps = s.lw.convert(ev.tokens);
   if (!ev.text.empty() || !lps.empty()) {
+    s.head.text_offset = s.sent;
     const std::string body = chat ? chat_chunk_json(s.rq, s.head, nullptr, ev.text, lps, "")
                                   : completion_chunk_json(s.rq, s.head, ev.text, lps, "");
     if (!write_data(sink, body)) return false;
   }
+  // Counted by the tokens' own bytes, as the whole reply counts them: released text may lag a
+  // token (a character split across byte tokens, a possible stop string held back).
+  for (const job_token& t : ev.tokens) s.sent += t.piece.size();
   if (ev.kind == job_event::done) {
     apply_done(s.head, ev);
     const std::string last = chat ? chat_chunk_json(s.rq, s.head, nullptr, "", {}, s.head.finish_reason)
@@ -248,6 +253,7 @@ void handle_generate(server_context& c, endpoint kind, const httplib::Request& r
   head.id = random_id(kind == endpoint::chat ? "chatcmpl-" : "cmpl-");
   head.created = (int64_t)std::time(nullptr);
   head.model = rq.model.empty() ? c.model_id : rq.model;
+  head.system_fingerprint = c.fingerprint;
   logprob_writer lw{c.tok, prompt.back()};
   if (!rq.stream) return reply_whole(rq, std::move(head), *j, lw, res);
 

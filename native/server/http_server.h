@@ -31,6 +31,7 @@ struct server_context {
   std::string model_id;      // the model file's name, as /v1/models lists it
   int64_t created = 0;       // when the server started (seconds since the epoch)
   std::string chat_template; // --chat-template's text; empty: the tokenizer's
+  std::string fingerprint;   // system_fingerprint: the build's kernels and the slots' KV type
   std::atomic<bool> ready{false};
   std::atomic<bool> closing{false};  // SIGINT/SIGTERM: new requests get 503, those in flight finish
   std::atomic<int> in_flight{0};     // generation requests not yet answered to the end

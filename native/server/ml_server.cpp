@@ -68,6 +68,7 @@ int load(server::server_context& c, const options& o) {
   c.sched = server::scheduler::create(m, so, &why);
   if (!c.sched) return ml::cli::usage_error(PROG, why);
   const ml_model_info info = ml_model_get_info(m);
+  c.fingerprint = std::string("krafla-") + info.isa + "-kv" + o.kv;
   std::fprintf(stderr, "%s: %s: %d slots of %d positions, kv %s, %s kernels%s\n", PROG, c.model_id.c_str(), o.parallel,
                c.sched->slot_ctx(), o.kv.c_str(), info.isa,
                c.tok ? (ml_tokenizer_has_chat_template(c.tok) || !c.chat_template.empty() ? ", chat template" : ", no chat template")

@@ -49,8 +49,11 @@ struct cv_random_opts {
   const ml_mlb_header* config = nullptr;
 };
 
-// A converted model in memory (cv_write_memory's buffer: free data with std::free).
+// Where a model converted at load goes (cv_write_converted): written to fd when fd >= 0 (an
+// unlinked temporary file, core/file.h's ml_file_temp; size is then the bytes written), else into
+// one malloc'd buffer (data, size; free data with std::free).
 struct cv_mem_out {
+  int fd = -1;
   uint8_t* data = nullptr;
   size_t size = 0;
 };
@@ -59,7 +62,7 @@ struct cv_mem_out {
 struct cv_hf_opts {
   const char* dir = nullptr;            // config.json, model.safetensors (or the index and its shards), tokenizer.json, ...
   const char* out = nullptr;            // the .mlb to write, or null with mem
-  cv_mem_out* mem = nullptr;            // when set: the .mlb goes here instead (a model converted at load)
+  cv_mem_out* mem = nullptr;            // when set: the .mlb goes there instead (a model converted at load)
   const char* chat_template = nullptr;  // a Jinja file replacing the tokenizer's template, or null
   uint32_t wtype = ML_DT_Q8;
   uint32_t scale_type = ML_SCALE_F32;
@@ -111,6 +114,11 @@ struct cv_buf {
 // fails; the message is "<what>: ..." with what formatted from fmt (e.g. "tensor tok_embd").
 ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+// A converter's warning or note: formats fmt (up to 511 bytes) and hands it to fn with user;
+// nothing when fn is null (cv_gguf_opts::warn, cv_hf_opts::note).
+void cv_notify(void (*fn)(void* user, const char* msg), void* user, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 // --- a model being built (tensors.cpp) -------------------------------------------------------
 
@@ -170,6 +178,10 @@ ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
 // copied, so the peak stays near one model's size; m is spent afterwards (write it no more).
 ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err);
 
+// A model converted at load into out: into out->fd (ml_mlb_write_fd) when it is open, else as
+// cv_write_memory into out->data. Each tensor's bytes are freed once written; m is spent afterwards.
+ml_status cv_write_converted(cv_model* m, cv_mem_out* out, ml_error* err);
+
 // Decodes n little-endian float32 values from p into out (allocated here; what names them in the
 // ML_E_NOMEM message).
 ml_status cv_load_f32(const uint8_t* p, size_t n, cv_buf* out, const char* what, ml_error* err);
@@ -198,7 +210,7 @@ struct cv_gguf_opts {
   const void* data = nullptr;           // null, or the file's bytes (the caller's; a browser download)
   size_t size = 0;
   const char* out = nullptr;            // the .mlb to write, or null with mem
-  cv_mem_out* mem = nullptr;            // when set: the .mlb goes here instead (a model converted at load)
+  cv_mem_out* mem = nullptr;            // when set: the .mlb goes there instead (a model converted at load)
   uint32_t wtype = 0;                   // 0: from the file (Q8 unless its quantized tensors are all Q4_0); ML_DT_Q8 or ML_DT_Q4
   const char* chat_template = nullptr;  // a Jinja file replacing tokenizer.chat_template, or null
   // Called once per warning (requantized tensors), or null: warnings are then dropped.
@@ -209,3 +221,9 @@ cv_gguf_opts cv_gguf_defaults();
 
 // Converts a GGUF file (gguf_import.cpp documents what is copied, what requantized, what refused).
 ml_status cv_gguf(const cv_gguf_opts* o, ml_error* err);
+
+// The tokenizer alone (ml_tok on a GGUF file): parses o's file and reads its header as cv_gguf
+// does, then carries only the tokenizer into m (m->h gets the header with its BOS and EOS; see
+// cv_gguf_tokenizer), without reading the weights. m->has_tokenizer stays false for a file
+// without one. o->out, mem and wtype are unused.
+ml_status cv_gguf_read_tokenizer(const cv_gguf_opts* o, cv_model* m, ml_error* err);

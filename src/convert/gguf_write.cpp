@@ -10,6 +10,7 @@
 #include <new>
 
 #include "convert/gguf_types.h"
+#include "convert/gguf_write_internal.h"
 #include "core/checked.h"
 #include "core/out_file.h"
 #include "model/limits.h"
@@ -109,158 +110,6 @@ ml_status check_header(const ml_mlb_header& h, const arch_desc** out, ml_error* 
   return ML_OK;
 }
 
-// --- the vocabulary ------------------------------------------------------------------------------
-
-// llama.cpp's token types (llama.h, llama_token_type).
-enum : int32_t { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_BYTE = 6 };
-
-constexpr size_t PIECE_MAX = 64;  // a placeholder or renamed piece
-
-// The pieces, scores and types of vocab_size tokens: pieces back to back in bytes, token i at
-// off[i], len[i].
-struct vocab {
-  cv_buf bytes, off, len, score, type;  // u8, u64, u32, f32, i32
-  size_t fill = 0;
-};
-
-ml_status vocab_alloc(vocab* v, uint32_t n, size_t bytes, ml_error* err) {
-  ML_TRY(cv_alloc(&v->bytes, bytes, 1, err, "--gguf: the vocabulary's pieces"));
-  ML_TRY(cv_alloc(&v->off, n, sizeof(uint64_t), err, "--gguf: the vocabulary"));
-  ML_TRY(cv_alloc(&v->len, n, sizeof(uint32_t), err, "--gguf: the vocabulary"));
-  ML_TRY(cv_alloc(&v->score, n, sizeof(float), err, "--gguf: the vocabulary's scores"));
-  ML_TRY(cv_alloc(&v->type, n, sizeof(int32_t), err, "--gguf: the vocabulary's types"));
-  return ML_OK;
-}
-
-// Appends token i's piece (the caller sized bytes for it).
-void vocab_put(vocab* v, uint32_t i, const uint8_t* p, size_t n) {
-  v->off.as<uint64_t>()[i] = v->fill;
-  v->len.as<uint32_t>()[i] = (uint32_t)n;
-  std::memcpy(v->bytes.data + v->fill, p, n);
-  v->fill += n;
-}
-
-bool is_byte_piece(const uint8_t* p, uint32_t n) {
-  auto hex = [](uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
-  return n == 6 && p[0] == '<' && p[1] == '0' && p[2] == 'x' && hex(p[3]) && hex(p[4]) && p[5] == '>';
-}
-
-uint32_t get_u32(const uint8_t* p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-// From a llama2.c tokenizer.bin (already checked against vocab_size by cv_attach_tokenizer): each
-// space becomes U+2581 (3 bytes), "\n<s>\n"-style specials lose their newlines.
-ml_status vocab_from_llama2c(const cv_model* m, vocab* v, ml_error* err) {
-  const uint8_t* p = m->tokenizer.data;
-  const uint32_t n = m->h.vocab_size;
-  size_t at = 4, bytes = 0;
-  for (uint32_t i = 0; i < n; ++i) {  // pass 1: the size (at most 3 bytes per byte, plus renames)
-    const uint32_t len = get_u32(p + at + 4);
-    bytes += (size_t)len * 3 + PIECE_MAX;
-    at += 8 + len;
-  }
-  ML_TRY(vocab_alloc(v, n, bytes, err));
-  at = 4;
-  uint8_t tmp[PIECE_MAX];
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t bits = get_u32(p + at);
-    std::memcpy(&v->score.as<float>()[i], &bits, 4);
-    uint32_t len = get_u32(p + at + 4);
-    const uint8_t* s = p + at + 8;
-    at += 8 + len;
-    while (len > 0 && s[0] == '\n' && len >= 3 && s[len - 1] == '\n' && s[1] == '<') ++s, len -= 2;
-    int32_t type = TT_NORMAL;
-    if (i == 0 && len == 5 && std::memcmp(s, "<unk>", 5) == 0) type = TT_UNKNOWN;
-    else if ((i == m->h.bos_id || i == m->h.eos_id) && len >= 2 && s[0] == '<' && s[len - 1] == '>') type = TT_CONTROL;
-    else if (is_byte_piece(s, len)) type = TT_BYTE;
-    v->type.as<int32_t>()[i] = type;
-    if (len == 0) {  // llama.cpp would rename it "[EMPTY_i]" itself; done here so uniqueness holds
-      const int k = std::snprintf((char*)tmp, sizeof tmp, "[EMPTY_%u]", i);
-      vocab_put(v, i, tmp, (size_t)k);
-      continue;
-    }
-    v->off.as<uint64_t>()[i] = v->fill;
-    size_t out = 0;
-    for (uint32_t j = 0; j < len; ++j) {
-      if (s[j] == ' ' && type == TT_NORMAL) {
-        v->bytes.data[v->fill + out++] = 0xE2, v->bytes.data[v->fill + out++] = 0x96, v->bytes.data[v->fill + out++] = 0x81;
-      } else {
-        v->bytes.data[v->fill + out++] = s[j];
-      }
-    }
-    v->len.as<uint32_t>()[i] = (uint32_t)out;
-    v->fill += out;
-  }
-  return ML_OK;
-}
-
-// Placeholder pieces for a model without a llama2.c tokenizer, laid out like Llama 2's: <unk> at
-// 0, <s> and </s> at the header's BOS/EOS ids, the 256 byte tokens "<0xHH>" from 3 on (after BOS
-// or EOS when either falls in that range: Qwen's are above 150000), "<tok_N>" elsewhere. llama.cpp's
-// SPM tokenizer falls back to the byte tokens for any byte, and node-llama-cpp tokenizes text at
-// load: without them llama.cpp throws.
-ml_status vocab_placeholder(const cv_model* m, vocab* v, ml_error* err) {
-  const uint32_t n = m->h.vocab_size, bos = m->h.bos_id, eos = m->h.eos_id;
-  uint64_t b0 = 3;  // the byte block [b0, b0 + 256) holds neither BOS nor EOS
-  for (int pass = 0; pass < 2; ++pass)
-    for (uint32_t id : {bos, eos})
-      if (id >= b0 && id < b0 + 256) b0 = (uint64_t)id + 1;
-  if (b0 + 256 > n)
-    return ml_fail(err, ML_E_ARG,
-                   "--gguf: without a llama2.c tokenizer the GGUF gets a placeholder vocabulary with 256 byte tokens, "
-                   "which do not fit --vocab %u beside BOS %u and EOS %u; give a larger --vocab or --tokenizer",
-                   n, bos, eos);
-  size_t bytes;
-  if (!ml_mul(n, PIECE_MAX, &bytes)) return ml_fail(err, ML_E_NOMEM, "--gguf: the vocabulary of %u tokens overflows", n);
-  ML_TRY(vocab_alloc(v, n, bytes, err));
-  char tmp[PIECE_MAX];
-  for (uint32_t i = 0; i < n; ++i) {
-    int k;
-    int32_t type = TT_CONTROL;
-    if (i == bos) k = std::snprintf(tmp, sizeof tmp, "<s>");
-    else if (i == eos) k = std::snprintf(tmp, sizeof tmp, "</s>");
-    else if (i == 0) type = TT_UNKNOWN, k = std::snprintf(tmp, sizeof tmp, "<unk>");
-    else if (i >= b0 && i < b0 + 256) type = TT_BYTE, k = std::snprintf(tmp, sizeof tmp, "<0x%02X>", (unsigned)(i - b0));
-    else type = TT_NORMAL, k = std::snprintf(tmp, sizeof tmp, "<tok_%u>", i);
-    v->type.as<int32_t>()[i] = type;
-    v->score.as<float>()[i] = 0.0f;
-    vocab_put(v, i, (const uint8_t*)tmp, (size_t)k);
-  }
-  return ML_OK;
-}
-
-// A piece equal to an earlier token's becomes "[DUP_i]" (llama.cpp asserts unique pieces).
-ml_status vocab_unique(vocab* v, uint32_t n, ml_error* err) {
-  cv_buf idx;
-  ML_TRY(cv_alloc(&idx, n, sizeof(uint32_t), err, "--gguf: the vocabulary's order"));
-  uint32_t* ix = idx.as<uint32_t>();
-  for (uint32_t i = 0; i < n; ++i) ix[i] = i;
-  const uint8_t* b = v->bytes.data;
-  const uint64_t* off = v->off.as<uint64_t>();
-  const uint32_t* len = v->len.as<uint32_t>();
-  auto cmp = [&](uint32_t x, uint32_t y) {
-    const uint32_t k = len[x] < len[y] ? len[x] : len[y];
-    const int c = std::memcmp(b + off[x], b + off[y], k);
-    if (c != 0) return c < 0;
-    if (len[x] != len[y]) return len[x] < len[y];
-    return x < y;  // equal pieces in id order: the first keeps its piece
-  };
-  std::sort(ix, ix + n, cmp);
-  for (uint32_t j = 1; j < n; ++j) {
-    const uint32_t a = ix[j - 1], c = ix[j];
-    if (len[a] == len[c] && std::memcmp(b + off[a], b + off[c], len[a]) == 0) {
-      // Renamed in place: every piece has room for PIECE_MAX bytes (vocab_from_llama2c's pass 1)
-      // only in total, so the new piece goes at the end of the buffer.
-      char tmp[PIECE_MAX];
-      const int k = std::snprintf(tmp, sizeof tmp, "[DUP_%u]", c);
-      if (v->fill + (size_t)k > v->bytes.size) return ml_fail(err, ML_E_NOMEM, "--gguf: vocabulary renames overflow");
-      vocab_put(v, c, (const uint8_t*)tmp, (size_t)k);
-    }
-  }
-  return ML_OK;
-}
-
 // --- llama3 RoPE scaling ------------------------------------------------------------------------
 
 // llama.cpp divides RoPE frequency i by rope_freqs[i]; these are the factors of Llama 3's scaling
@@ -286,48 +135,11 @@ void llama3_factors(const ml_mlb_header& h, float* out, uint32_t n) {
   }
 }
 
-// --- the file ------------------------------------------------------------------------------------
-
-// A sink that either counts bytes (f null) or writes them.
-struct sink {
-  ml_out_file* f;
-  uint64_t pos = 0;
-  ml_error* err;
-  ml_status s = ML_OK;
-
-  void put(const void* p, size_t n) {
-    if (s == ML_OK && f) s = ml_out_write(f, p, n, err);
-    pos += n;
-  }
-  void u32(uint32_t v) {
-    uint8_t b[4];
-    for (int i = 0; i < 4; ++i) b[i] = (uint8_t)(v >> (8 * i));
-    put(b, 4);
-  }
-  void u64(uint64_t v) {
-    uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = (uint8_t)(v >> (8 * i));
-    put(b, 8);
-  }
-  void f32(float x) {
-    uint32_t bits;
-    std::memcpy(&bits, &x, 4);
-    u32(bits);
-  }
-  void str(const char* p, size_t n) {
-    u64(n);
-    put(p, n);
-  }
-  void str(const char* p) { str(p, std::strlen(p)); }
-  void zeros_to(uint64_t target) {
-    static const uint8_t z[64] = {0};
-    while (pos < target) put(z, target - pos < 64 ? (size_t)(target - pos) : 64);
-  }
-};
+// --- the metadata ---------------------------------------------------------------------------------
 
 // The metadata key/value pairs; written twice (count, then write) so the count needs no table.
 struct kv_writer {
-  sink* o;
+  gguf_sink* o;
   const char* arch;
   uint64_t count = 0;
 
@@ -346,8 +158,8 @@ struct kv_writer {
   void f32(const char* suffix, float v) { akey(suffix, GGUF_V_F32), o->f32(v); }
 };
 
-void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, const vocab& v) {
-  sink* o = w->o;
+void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, const gguf_vocab& v) {
+  gguf_sink* o = w->o;
   w->key("general.architecture", GGUF_V_STRING), o->str(a.name);
   w->key("general.name", GGUF_V_STRING), o->str("krafla");
   w->key("general.file_type", GGUF_V_U32), o->u32(h.wtype == ML_DT_Q8 ? 7u : 2u);  // MOSTLY_Q8_0 / MOSTLY_Q4_0
@@ -404,161 +216,6 @@ void write_metadata(kv_writer* w, const ml_mlb_header& h, const arch_desc& a, co
   w->key("tokenizer.ggml.add_eos_token", GGUF_V_BOOL), o->put("\0", 1);
 }
 
-bool ends_with(const char* s, const char* suffix) {
-  const size_t n = std::strlen(s), k = std::strlen(suffix);
-  return n >= k && std::strcmp(s + n - k, suffix) == 0;
-}
-
-// llama.cpp's name of a krafla tensor.
-void gguf_name(const char* name, char* out, size_t cap, bool qwen35) {
-  const size_t n = std::strlen(name);
-  if (qwen35 && ends_with(name, ".ffn_norm"))  // qwen35's FFN input norm is its "post_attention_norm"
-    std::snprintf(out, cap, "%.*spost_attention_norm.weight", (int)(n - 8), name);
-  else if (qwen35 && ends_with(name, ".ssm_dt")) std::snprintf(out, cap, "%s.bias", name);
-  else if (qwen35 && ends_with(name, ".ssm_a")) std::snprintf(out, cap, "%s", name);
-  else if (std::strcmp(name, "tok_embd") == 0) std::snprintf(out, cap, "token_embd.weight");
-  else if (n > 5 && std::strcmp(name + n - 5, ".bias") == 0) std::snprintf(out, cap, "%s", name);
-  else std::snprintf(out, cap, "%s.weight", name);
-}
-
-uint32_t gguf_type_of(const ml_mlb_tensor& t) {
-  switch (t.type) {
-    case ML_DT_Q8: return GGUF_T_Q8_0;
-    case ML_DT_Q4: return GGUF_T_Q4_0;
-    case ML_DT_F16: return GGUF_T_F16;
-    default: return GGUF_T_F32;
-  }
-}
-
-// Bytes of a tensor's data in the GGUF file.
-uint64_t gguf_bytes(const ml_mlb_tensor& t) {
-  const gguf_block* b = gguf_block_of(gguf_type_of(t));
-  return (uint64_t)t.rows * t.cols / b->values * b->bytes;  // cols % 32 == 0 for Q8/Q4 (cv_add_matrix)
-}
-
-uint64_t align_up(uint64_t v) { return (v + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT; }
-
-// Qwen3.5's attention layers: llama.cpp's attn_q holds, per head, the head's q rows then its
-// output-gate rows (the Hugging Face q_proj layout); krafla keeps them as attn_q and attn_gate.
-// partner[i] is the index of the attn_gate merged into tensor i (an attn_q), NONE otherwise, and
-// MERGED for that attn_gate itself (written inside its attn_q). A layer's tensors are adjacent in
-// the model, so the gate is looked for among the next few tensors only.
-constexpr size_t NONE = SIZE_MAX, MERGED = SIZE_MAX - 1, NEAR = 32;
-
-ml_status plan_merges(const cv_model* m, bool qwen35, cv_buf* partner, size_t* n_merged, ml_error* err) {
-  ML_TRY(cv_alloc(partner, m->n_tensors, sizeof(size_t), err, "--gguf: the tensor plan"));
-  size_t* p = partner->as<size_t>();
-  for (size_t i = 0; i < m->n_tensors; ++i) p[i] = NONE;
-  *n_merged = 0;
-  if (!qwen35) return ML_OK;
-  char want[ML_MLB_NAME_MAX + 16];
-  for (size_t i = 0; i < m->n_tensors; ++i) {
-    const char* name = m->tensors[i].t.name;
-    if (std::strncmp(name, "blk.", 4) != 0 || !ends_with(name, ".attn_q")) continue;
-    std::snprintf(want, sizeof want, "%.*sattn_gate", (int)(std::strlen(name) - 6), name);
-    size_t g = NONE;
-    for (size_t j = i + 1; j < m->n_tensors && j <= i + NEAR; ++j)
-      if (std::strcmp(m->tensors[j].t.name, want) == 0) g = j;
-    if (g == NONE) return ml_fail(err, ML_E_ARG, "--gguf: %s has no %s next to it", name, want);
-    const ml_mlb_tensor &q = m->tensors[i].t, &gt = m->tensors[g].t;
-    if (q.rows != gt.rows || q.cols != gt.cols || q.type != gt.type || q.rows % m->h.head_dim != 0)
-      return ml_fail(err, ML_E_ARG, "--gguf: %s and %s differ in shape or type", name, want);
-    p[i] = g, p[g] = MERGED;
-    ++*n_merged;
-  }
-  return ML_OK;
-}
-
-// The tensor infos (the model's, then rope_freqs.weight when n_freqs > 0); returns the data
-// section's size through *data_size.
-void write_infos(sink* o, const cv_model* m, const size_t* partner, bool qwen35, uint32_t n_freqs,
-                 uint64_t* data_size) {
-  uint64_t off = 0;
-  char name[ML_MLB_NAME_MAX + 16];
-  for (size_t i = 0; i < m->n_tensors; ++i) {
-    if (partner[i] == MERGED) continue;
-    ml_mlb_tensor t = m->tensors[i].t;
-    if (partner[i] != NONE) t.rows *= 2;
-    gguf_name(t.name, name, sizeof name, qwen35);
-    o->str(name);
-    if (t.rows == 1) {
-      o->u32(1), o->u64(t.cols);
-    } else {
-      o->u32(2), o->u64(t.cols), o->u64(t.rows);
-    }
-    o->u32(gguf_type_of(t));
-    o->u64(off);
-    off = align_up(off + gguf_bytes(t));
-  }
-  if (n_freqs > 0) {
-    o->str("rope_freqs.weight");
-    o->u32(1), o->u64(n_freqs);
-    o->u32(GGUF_T_F32);
-    o->u64(off);
-    off = align_up(off + (uint64_t)n_freqs * 4);
-  }
-  *data_size = off;
-}
-
-// RoPE's pair layout. When the model's (krafla's rope_type) is not the one llama.cpp rotates for the
-// architecture, the q and k outputs are reordered within each head, as llama.cpp's converter does
-// for Llama: the outputs feeding RoPE are attn_q/attn_k's rows, their biases' elements and the q/k
-// norms' weights (the norm is applied per head before RoPE, so it moves with its element).
-// hd: the head width (n_rot == head_dim: check_header). Returns the model's index of GGUF index g.
-size_t rope_source(size_t g, size_t hd, bool to_interleaved) {
-  const size_t head = g / hd, k = g % hd, half = hd / 2;
-  if (to_interleaved)  // GGUF element 2i+j of a head is the model's element j*hd/2 + i
-    return head * hd + (k % 2) * half + k / 2;
-  return head * hd + (k < half ? 2 * k : 2 * (k - half) + 1);  // GGUF element j*hd/2 + i <- 2i+j
-}
-
-bool feeds_rope(const char* name) {
-  static const char* const SUFFIXES[] = {"attn_q", "attn_k", "attn_q.bias", "attn_k.bias", "attn_q_norm", "attn_k_norm"};
-  const char* dot = std::strncmp(name, "blk.", 4) == 0 ? std::strchr(name + 4, '.') : nullptr;
-  if (!dot) return false;
-  for (const char* s : SUFFIXES)
-    if (std::strcmp(dot + 1, s) == 0) return true;
-  return false;
-}
-
-// Rows [r0, r1) of a Q8/Q4 tensor as Q8_0/Q4_0 blocks.
-void write_rows(sink* o, const cv_tensor& e, size_t r0, size_t r1) {
-  const ml_mlb_tensor& t = e.t;
-  const size_t nb = t.cols / 32, qbytes = t.type == ML_DT_Q8 ? 32 : 16;
-  for (size_t r = r0; r < r1; ++r) {
-    for (size_t b = 0; b < nb; ++b) {
-      const size_t blk = r * nb + b;
-      o->put(e.scales + blk * 2, 2);
-      o->put(e.data + blk * qbytes, qbytes);
-    }
-  }
-}
-
-// One tensor's data: Q8_0/Q4_0 blocks rebuilt from krafla's separate quants and f16 scales. perm:
-// reorder the q/k outputs (rows of a matrix, elements of a 1 x n vector) within heads of hd.
-void write_data(sink* o, const cv_tensor& e, bool perm, size_t hd, bool to_interleaved) {
-  const ml_mlb_tensor& t = e.t;
-  if (t.type != ML_DT_Q8 && t.type != ML_DT_Q4) {
-    if (!perm) {
-      o->put(e.data, (size_t)gguf_bytes(t));
-      return;
-    }
-    const size_t es = t.type == ML_DT_F16 ? 2 : 4;  // 1 x n: permute elements; n x m: rows
-    const size_t n = t.rows == 1 ? t.cols : t.rows, unit = t.rows == 1 ? es : es * t.cols;
-    for (size_t g = 0; g < n; ++g) o->put(e.data + rope_source(g, hd, to_interleaved) * unit, unit);
-    return;
-  }
-  const size_t nb = t.cols / 32, qbytes = t.type == ML_DT_Q8 ? 32 : 16;
-  for (size_t g = 0; g < t.rows; ++g) {
-    const size_t r = perm ? rope_source(g, hd, to_interleaved) : g;
-    for (size_t b = 0; b < nb; ++b) {
-      const size_t blk = r * nb + b;
-      o->put(e.scales + blk * 2, 2);
-      o->put(e.data + blk * qbytes, qbytes);
-    }
-  }
-}
-
 }  // namespace
 
 ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
@@ -573,13 +230,11 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
       return ml_fail(err, ML_E_ARG, "--gguf: tensor %s has f32 scales; write the model with --scales f16", t.name);
   }
   const bool permute = m->h.rope_type != a->rope_type;
-  vocab v;
-  if (m->has_tokenizer && m->tokenizer_kind == 1) ML_TRY(vocab_from_llama2c(m, &v, err));
-  else ML_TRY(vocab_placeholder(m, &v, err));
-  ML_TRY(vocab_unique(&v, m->h.vocab_size, err));
+  gguf_vocab v;
+  ML_TRY(gguf_vocab_make(m, &v, err));
 
   // Pass 1 counts: the metadata's key count and the header + metadata + infos size.
-  sink count{nullptr, 0, err};
+  gguf_sink count{nullptr, 0, err};
   kv_writer kc{&count, a->name};
   write_metadata(&kc, m->h, *a, v);
   uint64_t data_size = 0;
@@ -589,10 +244,10 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
   llama3_factors(m->h, freqs, n_freqs);
   cv_buf plan;
   size_t n_merged = 0;
-  ML_TRY(plan_merges(m, a->qwen35, &plan, &n_merged, err));
+  ML_TRY(gguf_plan_merges(m, a->qwen35, &plan, &n_merged, err));
   const size_t* partner = plan.as<size_t>();
-  write_infos(&count, m, partner, a->qwen35, n_freqs, &data_size);
-  const uint64_t data_start = align_up(24 + count.pos);
+  gguf_write_infos(&count, m, partner, a->qwen35, n_freqs, &data_size);
+  const uint64_t data_start = gguf_align_up(24 + count.pos);
 
   ml_out_file* f = new (std::nothrow) ml_out_file;
   if (!f) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the output", path);
@@ -601,31 +256,19 @@ ml_status cv_write_gguf(const cv_model* m, const char* path, ml_error* err) {
     delete f;
     return s;
   }
-  sink o{f, 0, err};
+  gguf_sink o{f, 0, err};
   o.u32(GGUF_MAGIC);
   o.u32(GGUF_VERSION);
   o.u64(m->n_tensors - n_merged + (n_freqs > 0 ? 1 : 0));
   o.u64(kc.count);
   kv_writer kw{&o, a->name};
   write_metadata(&kw, m->h, *a, v);
-  write_infos(&o, m, partner, a->qwen35, n_freqs, &data_size);
+  gguf_write_infos(&o, m, partner, a->qwen35, n_freqs, &data_size);
   o.zeros_to(data_start);
   const size_t hd = m->h.head_dim;
-  for (size_t i = 0; i < m->n_tensors && o.s == ML_OK; ++i) {
-    if (partner[i] == MERGED) continue;
-    if (partner[i] != NONE) {  // qwen35: per head, q's rows then the gate's (plan_merges)
-      for (size_t r = 0; r < m->tensors[i].t.rows; r += hd) {
-        write_rows(&o, m->tensors[i], r, r + hd);
-        write_rows(&o, m->tensors[partner[i]], r, r + hd);
-      }
-    } else {
-      write_data(&o, m->tensors[i], permute && feeds_rope(m->tensors[i].t.name), hd,
-                 a->rope_type == ML_ROPE_INTERLEAVED);
-    }
-    o.zeros_to(align_up(o.pos - data_start) + data_start);
-  }
+  gguf_write_tensors(&o, m, partner, permute, hd, a->rope_type == ML_ROPE_INTERLEAVED, data_start);
   for (uint32_t i = 0; i < n_freqs && o.s == ML_OK; ++i) o.f32(freqs[i]);
-  if (n_freqs > 0) o.zeros_to(align_up(o.pos - data_start) + data_start);
+  if (n_freqs > 0) o.zeros_to(gguf_align_up(o.pos - data_start) + data_start);
   s = o.s;
   if (s == ML_OK && o.pos != data_start + data_size)
     s = ml_fail(err, ML_E_IO, "cannot write %s: wrote %llu bytes, the layout says %llu", path, (unsigned long long)o.pos,

@@ -377,16 +377,6 @@ struct importer {
     return ML_OK;
   }
 
-  void note(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    if (!o->note) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    o->note(o->note_user, msg);
-  }
-
   // After the dry pass: every tensor in the files is used or known to be irrelevant.
   ml_status check_unused() {
     size_t visual = 0, mtp = 0;
@@ -407,8 +397,10 @@ struct importer {
       }
     }
     if (visual)
-      note("skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
-    if (mtp) note("skipped %zu tensors of the multi-token prediction head (mtp.*)", mtp);
+      cv_notify(o->note, o->note_user,
+                "skipped %zu tensors of the vision tower (model.visual.*): the model is converted as text only", visual);
+    if (mtp)
+      cv_notify(o->note, o->note_user, "skipped %zu tensors of the multi-token prediction head (mtp.*)", mtp);
     return ML_OK;
   }
 };
@@ -459,10 +451,10 @@ ml_status build(const cv_hf_opts* o, importer* im, ml_error* err) {
 }  // namespace
 
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err) {
-  if (o->mem) return cv_hf_memory(o, &o->mem->data, &o->mem->size, err);
-  if (!o->out) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
+  if (!o->out && !o->mem) return ml_fail(err, ML_E_ARG, "hf: no --output path given");
   importer im;
   ML_TRY(build(o, &im, err));
+  if (o->mem) return cv_write_converted(&im.m, o->mem, err);
   return cv_write(&im.m, o->out, err);
 }
 

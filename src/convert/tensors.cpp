@@ -113,6 +113,16 @@ ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const ch
   return ML_OK;
 }
 
+void cv_notify(void (*fn)(void* user, const char* msg), void* user, const char* fmt, ...) {
+  if (!fn) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fn(user, msg);
+}
+
 // --- a model being built ---------------------------------------------------------------------
 
 cv_model::~cv_model() {
@@ -261,7 +271,7 @@ ml_status cv_add_quantized(cv_model* m, const char* name, uint32_t rows, uint32_
 
 namespace {
 
-// What cv_write and cv_write_memory hand the writer: the checked header, the tensor list and the
+// What cv_write, cv_write_memory and cv_write_converted hand the writer: the checked header, the tensor list and the
 // tokenizer section's payload.
 struct write_args {
   cv_buf list;
@@ -295,7 +305,7 @@ ml_status prepare_write(const cv_model* m, const char* what, write_args* a, ml_e
   return ML_OK;
 }
 
-// Frees tensor i's bytes once the memory writer has copied them.
+// Frees tensor i's bytes once the writer has copied them (a model converted at load).
 void free_tensor(void* user, size_t i) {
   cv_tensor& t = static_cast<cv_model*>(user)->tensors[i];
   std::free(t.data);
@@ -317,6 +327,14 @@ ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* er
   ML_TRY(prepare_write(m, "the converted model", &a, err));
   return ml_mlb_write_memory(&m->h, a.list.as<ml_mlb_tensor_src>(), m->n_tensors, a.tok, a.tok_size,
                              m->tokenizer_kind, out, size, free_tensor, m, err);
+}
+
+ml_status cv_write_converted(cv_model* m, cv_mem_out* out, ml_error* err) {
+  if (out->fd < 0) return cv_write_memory(m, &out->data, &out->size, err);
+  write_args a;
+  ML_TRY(prepare_write(m, "the converted model", &a, err));
+  return ml_mlb_write_fd(out->fd, &m->h, a.list.as<ml_mlb_tensor_src>(), m->n_tensors, a.tok, a.tok_size,
+                         m->tokenizer_kind, &out->size, free_tensor, m, err);
 }
 
 // The loader's own checks (model/tokenizer/llama2c.h), so the converter writes no tokenizer the

@@ -73,6 +73,24 @@ ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* 
   return ML_OK;
 }
 
+// Maps the first size bytes of fd read-only into f (which then owns the mapping); false when
+// size is 0, mapping fails or the build maps nothing. fd stays open.
+bool map_fd(ml_file* f, int fd, size_t size) {
+#if !ML_NO_MMAP
+  if (size == 0) return false;
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) return false;
+  f->data = static_cast<const uint8_t*>(p);
+  f->size = size;
+  f->mapped = true;
+  f->borrowed = false;
+  return true;
+#else
+  (void)f; (void)fd; (void)size;
+  return false;
+#endif
+}
+
 void capture_id(ml_file_id* id, const struct stat& st) {
   id->dev = (uint64_t)st.st_dev;
   id->ino = (uint64_t)st.st_ino;
@@ -138,27 +156,50 @@ void ml_file_borrow(ml_file* f, const void* data, size_t size) {
 void ml_file_adopt(ml_file* f, void* data, size_t size) {
   ml_file_borrow(f, data, size);
   f->borrowed = false;  // close frees it
-#if !ML_NO_MMAP
   // An unlinked temporary file, mapped: its pages can be dropped once packed and reread when
   // needed, like a model opened from disk. Without one (no space, no TMPDIR) the buffer stays.
   if (size == 0) return;
-  const char* dir = std::getenv("TMPDIR");
-  const int fd = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  const int fd = ml_file_temp();
   if (fd < 0) return;
+  const bool mapped = ml_file_write_all(fd, data, size, "the temporary file", nullptr) == ML_OK && map_fd(f, fd, size);
+  ::close(fd);
+  if (mapped) std::free(data);
+}
+
+int ml_file_temp() {
+#if ML_NO_MMAP
+  return -1;
+#else
+  const char* dir = std::getenv("TMPDIR");
+  return ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+}
+
+ml_status ml_file_write_all(int fd, const void* p, size_t n, const char* what, ml_error* err) {
   size_t done = 0;
-  while (done < size) {
-    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(data) + done, size - done);
+  while (done < n) {
+    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(p) + done, n - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0)
+      return ml_fail(err, ML_E_IO, "cannot write %s at byte %zu: %s", what, done,
+                     w == 0 ? "nothing written" : std::strerror(errno));
     done += (size_t)w;
   }
-  void* p = done == size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  return ML_OK;
+}
+
+ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err) {
+  *f = ml_file{};
+  if (map_fd(f, fd, size)) {
+    ::close(fd);
+    return ML_OK;
+  }
+  ml_status s = ML_OK;
+  if (::lseek(fd, 0, SEEK_SET) != 0)
+    s = ml_fail(err, ML_E_IO, "the temporary file: cannot seek: %s", std::strerror(errno));
+  if (s == ML_OK) s = read_all(fd, "the temporary file", size, f, err);
   ::close(fd);
-  if (p == MAP_FAILED) return;
-  std::free(data);
-  f->data = static_cast<const uint8_t*>(p);
-  f->mapped = true;
-#endif
+  return s;
 }
 
 void ml_file_release(const ml_file* f, size_t offset, size_t len) {

@@ -34,10 +34,22 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err);
 void ml_file_borrow(ml_file* f, const void* data, size_t size);
 
 // Takes a malloc'd buffer (a model converted at load). Where files can be mapped, the bytes move
-// to an unlinked temporary file in $TMPDIR (default /tmp) that is mapped instead, and the buffer
-// is freed, so packing can release the originals' pages as it does for a model read from disk;
-// otherwise the buffer stays and close frees it with std::free.
+// to an unlinked temporary file (ml_file_temp) that is mapped instead, and the buffer is freed,
+// so packing can release the originals' pages as it does for a model read from disk; otherwise
+// the buffer stays and close frees it with std::free.
 void ml_file_adopt(ml_file* f, void* data, size_t size);
+
+// An unlinked temporary file in $TMPDIR (default /tmp), open for reading and writing, for a model
+// converted at load to be written straight into (then ml_file_adopt_temp); -1 where there is none
+// (the wasm build, which maps nothing; no O_TMPFILE support, no space, no TMPDIR).
+int ml_file_temp();
+
+// Writes n bytes of p to fd, retrying short writes and EINTR. ML_E_IO names what and the OS error.
+ml_status ml_file_write_all(int fd, const void* p, size_t n, const char* what, ml_error* err);
+
+// Takes fd (ml_file_temp's, holding size bytes from offset 0) into f: mapped read-only, or read
+// into memory when mapping fails. Closes fd in every case. ML_E_IO / ML_E_NOMEM when neither works.
+ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err);
 
 // Tells the OS the pages of [offset, offset + len) will not be read again (madvise DONTNEED on
 // a mapping; a no-op otherwise). Used to release weights once they have been packed.

@@ -135,10 +135,9 @@ ml_status ml_model_open(ml_model** out, const char* path, const ml_model_params*
   if (kind == ML_SOURCE_MLB) {
     s = ml_model_load(m, path, err);
   } else {  // a GGUF file or a Hugging Face folder, converted at load
-    uint8_t* buf = nullptr;
-    size_t size = 0;
-    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
-    if (s == ML_OK) s = ml_model_load_owned(m, buf, size, err);
+    ml_file converted;
+    s = ml_import(kind, path, nullptr, 0, &converted, err);
+    if (s == ML_OK) s = ml_model_load_file(m, &converted, err);
     path = s == ML_OK ? nullptr : path;  // no pack cache: the converted bytes have no file of their own
   }
   // Name the file once: messages about the file itself (cannot open, not a regular file) already do.
@@ -153,10 +152,9 @@ ml_status ml_model_open_memory(ml_model** out, const void* data, size_t size, co
   ml_model* m = new (std::nothrow) ml_model;
   if (!m) return ml_fail(err, ML_E_NOMEM, "cannot allocate the model");
   if (ml_source_kind_of_bytes(data, size) == ML_SOURCE_GGUF) {  // converted at load
-    uint8_t* buf = nullptr;
-    size_t n = 0;
-    ml_status s = ml_import_to_memory(ML_SOURCE_GGUF, nullptr, data, size, &buf, &n, err);
-    if (s == ML_OK) s = ml_model_load_owned(m, buf, n, err);
+    ml_file converted;
+    ml_status s = ml_import(ML_SOURCE_GGUF, nullptr, data, size, &converted, err);
+    if (s == ML_OK) s = ml_model_load_file(m, &converted, err);
     return open_common(out, m, open_finish(m, s, nullptr, p, err));
   }
   return open_common(out, m, open_finish(m, ml_model_load_memory(m, data, size, err), nullptr, p, err));

@@ -6,6 +6,7 @@
 #include "core/file.h"
 #include "krafla.h"
 #include "engine/model_import.h"
+#include "convert/convert.h"
 #include "convert/hf_files.h"
 #include "model/format.h"
 #include "model/tokenizer/tokenizer.h"
@@ -34,6 +35,48 @@ size_t incomplete_tail(const unsigned char* p, size_t n) {
   return 0;
 }
 
+// A tokenizer section's payload (docs/format.md; null: the model has none): kind ML_TOK_HF a
+// bundle of Hugging Face files, else a llama2.c tokenizer.bin of vocab tokens with the header's
+// BOS and EOS.
+ml_status load_section(ml_tokenizer** out, uint32_t kind, const uint8_t* data, size_t size, uint32_t vocab,
+                       uint32_t bos, uint32_t eos, ml_error* err) {
+  if (!data) return ml_fail(err, ML_E_ARG, "the model has no tokenizer section; pass a tokenizer.bin instead");
+  if (kind == ML_TOK_HF) {
+    ml_hf_files files;
+    ML_TRY(ml_hf_bundle_parse(data, size, &files, err));
+    return ml_tokenizer_load_hf(out, &files, err);
+  }
+  ML_TRY(ml_tokenizer_load_llama2c(out, data, size, vocab, err));
+  return ml_tokenizer_set_special(*out, (int32_t)bos, (int32_t)eos, err);
+}
+
+// A GGUF file's tokenizer: the section cv_gguf would write into the .mlb (cv_gguf_read_tokenizer
+// builds only that, not the weights), loaded as from the .mlb.
+ml_status load_gguf(ml_tokenizer** out, const char* path, ml_error* err) {
+  cv_gguf_opts o = cv_gguf_defaults();
+  o.path = path;
+  cv_model m;
+  ML_TRY(cv_gguf_read_tokenizer(&o, &m, err));
+  static const uint8_t empty = 0;  // the writer's payload for an empty tokenizer.bin
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (m.has_tokenizer && m.tokenizer_kind == ML_TOK_HF) {
+    data = m.hf_bundle.data;
+    size = m.hf_bundle.size;
+  } else if (m.has_tokenizer) {
+    data = m.tokenizer.size == 0 ? &empty : m.tokenizer.data;
+    size = m.tokenizer.size;
+  }
+  return load_section(out, m.tokenizer_kind, data, size, m.h.vocab_size, m.h.bos_id, m.h.eos_id, err);
+}
+
+// Frees what *out holds and names path in err's message.
+ml_status fail_open(ml_tokenizer** out, const char* path, ml_status s, ml_error* err) {
+  if (*out) ml_tokenizer_free(*out);
+  *out = nullptr;
+  return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
+}
+
 }  // namespace
 
 extern "C" {
@@ -48,39 +91,30 @@ ml_status ml_tokenizer_open(ml_tokenizer** out, const char* path, ml_error* err)
     if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
     return ML_OK;
   }
-  ml_file f;
   const ml_source_kind kind = ml_source_kind_of_path(path);
-  if (kind != ML_SOURCE_MLB) {  // a GGUF file or a model folder: its tokenizer, from the converted model
-    uint8_t* buf = nullptr;
-    size_t size = 0;
-    s = ml_import_to_memory(kind, path, nullptr, 0, &buf, &size, err);
+  if (kind == ML_SOURCE_GGUF) {  // its tokenizer alone, as the converted model would hold it
+    s = load_gguf(out, path, err);
+    if (s != ML_OK) return fail_open(out, path, s, err);
+    return ML_OK;
+  }
+  ml_file f;
+  if (kind == ML_SOURCE_HF_DIR) {  // a model folder without tokenizer.json: from the converted model
+    s = ml_import(kind, path, nullptr, 0, &f, err);
     if (s != ML_OK) return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
-    ml_file_adopt(&f, buf, size);
   } else {
     ML_TRY(ml_file_open(&f, path, err));
   }
   if (f.size >= sizeof ML_MLB_MAGIC && std::memcmp(f.data, ML_MLB_MAGIC, sizeof ML_MLB_MAGIC) == 0) {
     ml_mlb mlb;
     s = ml_mlb_parse(&mlb, f.data, f.size, err);
-    if (s == ML_OK && !mlb.tokenizer)
-      s = ml_fail(err, ML_E_ARG, "the model has no tokenizer section; pass a tokenizer.bin instead");
-    if (s == ML_OK && mlb.tokenizer_kind == ML_TOK_HF) {
-      ml_hf_files files;
-      s = ml_hf_bundle_parse(mlb.tokenizer, mlb.tokenizer_size, &files, err);
-      if (s == ML_OK) s = ml_tokenizer_load_hf(out, &files, err);
-    } else if (s == ML_OK) {
-      s = ml_tokenizer_load_llama2c(out, mlb.tokenizer, mlb.tokenizer_size, mlb.h.vocab_size, err);
-      if (s == ML_OK) s = ml_tokenizer_set_special(*out, (int32_t)mlb.h.bos_id, (int32_t)mlb.h.eos_id, err);
-    }
+    if (s == ML_OK)
+      s = load_section(out, mlb.tokenizer_kind, mlb.tokenizer, mlb.tokenizer_size, mlb.h.vocab_size, mlb.h.bos_id,
+                       mlb.h.eos_id, err);
   } else {
     s = ml_tokenizer_load_llama2c(out, f.data, f.size, 0, err);
   }
   ml_file_close(&f);
-  if (s != ML_OK) {
-    if (*out) ml_tokenizer_free(*out);
-    *out = nullptr;
-    return ml_fail(err, s, "%s: %s", path, err ? err->msg : "");
-  }
+  if (s != ML_OK) return fail_open(out, path, s, err);
   return ML_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "convert/convert.h"
+#include "core/file.h"
 #include "convert/gguf_types.h"
 
 ml_source_kind ml_source_kind_of_bytes(const void* data, size_t size) {
@@ -34,24 +35,29 @@ ml_source_kind ml_source_kind_of_path(const char* path) {
   return ml_source_kind_of_bytes(head, n > 0 ? (size_t)n : 0);
 }
 
-ml_status ml_import_to_memory(ml_source_kind kind, const char* path, const void* data, size_t size, uint8_t** out,
-                              size_t* out_size, ml_error* err) {
-  cv_mem_out mem;
+ml_status ml_import(ml_source_kind kind, const char* path, const void* data, size_t size, ml_file* f, ml_error* err) {
+  *f = ml_file{};
+  cv_mem_out out;
+  out.fd = ml_file_temp();  // -1 where there is none (wasm): the .mlb is built in memory instead
   ml_status s;
   if (kind == ML_SOURCE_HF_DIR) {
     cv_hf_opts o = cv_hf_defaults();
     o.dir = path;
-    o.mem = &mem;
+    o.mem = &out;
     s = cv_hf(&o, err);
   } else {
     cv_gguf_opts o = cv_gguf_defaults();
     o.path = path ? path : "the GGUF model";
     o.data = data;
     o.size = size;
-    o.mem = &mem;
+    o.mem = &out;
     s = cv_gguf(&o, err);
   }
-  *out = mem.data;
-  *out_size = mem.size;
+  if (out.fd >= 0) {
+    if (s == ML_OK) return ml_file_adopt_temp(f, out.fd, out.size, err);
+    ::close(out.fd);
+  } else if (s == ML_OK) {
+    ml_file_adopt(f, out.data, out.size);
+  }
   return s;
 }

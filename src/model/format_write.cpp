@@ -15,6 +15,7 @@
 #include <new>
 
 #include "core/checked.h"
+#include "core/file.h"
 #include "core/out_file.h"
 
 namespace {
@@ -97,12 +98,14 @@ ml_status layout(const char* path, ml_mlb_header* hdr, const ml_mlb_tensor_src* 
   return ML_OK;
 }
 
-// Where the bytes go: the output file, or one buffer of file_size bytes.
+// Where the bytes go: the output file, an open file descriptor, or one buffer of file_size bytes.
 struct sink {
   ml_out_file* f = nullptr;
+  int fd = -1;
   uint8_t* mem = nullptr;
   ml_status put(const void* p, uint64_t at, uint64_t n, ml_error* err) {
     if (f) return ml_out_write(f, p, (size_t)n, err);
+    if (fd >= 0) return ml_file_write_all(fd, p, (size_t)n, "the converted model", err);
     std::memcpy(mem + at, p, (size_t)n);
     return ML_OK;
   }
@@ -231,6 +234,23 @@ ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* t
     return s;
   }
   *out = mem;
+  *size = (size_t)hdr.file_size;
+  return ML_OK;
+}
+
+ml_status ml_mlb_write_fd(int fd, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                          const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, size_t* size,
+                          void (*after_tensor)(void*, size_t), void* user, ml_error* err) {
+  *size = 0;
+  ml_mlb_header hdr;
+  ML_TRY(plan("the converted model", h, tensors, n_tensors, tokenizer, tokenizer_size, tokenizer_kind, &hdr, err));
+  if (hdr.file_size > SIZE_MAX)
+    return ml_fail(err, ML_E_NOMEM, "the converted model of %llu bytes does not fit in memory",
+                   (unsigned long long)hdr.file_size);
+  sink o;
+  o.fd = fd;
+  ML_TRY(emit(&o, "the converted model", hdr, tensors, n_tensors, tokenizer, tokenizer_size, tokenizer_kind,
+              after_tensor, user, err));
   *size = (size_t)hdr.file_size;
   return ML_OK;
 }

@@ -30,3 +30,10 @@ ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_te
 ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
                               const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, uint8_t** out,
                               size_t* size, void (*after_tensor)(void*, size_t), void* user, ml_error* err);
+
+// The same bytes written to fd from its current offset (an empty unlinked temporary file,
+// core/file.h's ml_file_temp, that is mapped afterwards), so a model converted at load needs no
+// buffer of its own size; *size is the number of bytes written. after_tensor as above.
+ml_status ml_mlb_write_fd(int fd, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
+                          const uint8_t* tokenizer, size_t tokenizer_size, uint32_t tokenizer_kind, size_t* size,
+                          void (*after_tensor)(void*, size_t), void* user, ml_error* err);

@@ -255,9 +255,10 @@ ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_er
   return s;
 }
 
-ml_status ml_model_load_owned(ml_model* m, void* data, size_t size, ml_error* err) {
+ml_status ml_model_load_file(ml_model* m, ml_file* f, ml_error* err) {
   *m = ml_model{};
-  ml_file_adopt(&m->file, data, size);
+  m->file = *f;
+  *f = ml_file{};
   const ml_status s = load_parsed(m, err);
   if (s != ML_OK) ml_model_free(m);
   return s;

@@ -100,9 +100,9 @@ ml_status ml_model_load(ml_model* m, const char* path, ml_error* err);
 // Same, over bytes the caller owns and keeps alive (the wasm build).
 ml_status ml_model_load_memory(ml_model* m, const void* data, size_t size, ml_error* err);
 
-// Same, over a malloc'd buffer the model takes (a model converted at load; core/file.h's
-// ml_file_adopt): freed with the model, or on failure.
-ml_status ml_model_load_owned(ml_model* m, void* data, size_t size, ml_error* err);
+// Same, over an open file the model takes (a model converted at load: engine/model_import.h's
+// ml_import): closed with the model, or on failure.
+ml_status ml_model_load_file(ml_model* m, ml_file* f, ml_error* err);
 
 // What ml_model_prepare does after loading.
 struct ml_model_options {

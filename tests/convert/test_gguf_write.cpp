@@ -5,15 +5,12 @@
 // llama.cpp reads, the vocabulary from tok512.bin (U+2581 for spaces, byte and control types, a
 // repeated piece renamed), and the refusals (f32 scales, the wrong RoPE layout) that write nothing.
 // That llama.cpp runs these files as krafla does is e2e/llamacpp's test.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,24 +22,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<uint8_t> slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in.good());
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct tmp_dir {
-  fs::path p;
-  tmp_dir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("krafla_gguf_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~tmp_dir() { fs::remove_all(p); }
-  std::string operator/(const char* name) const { return (p / name).string(); }
-};
 
 // A GGUF file read back: scalar values as double or string, arrays of strings / numbers.
 struct gguf_file {
@@ -167,14 +146,14 @@ TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.
   for (const auto& [wtype, rope] : {std::pair{ML_DT_Q8, ML_ROPE_INTERLEAVED}, std::pair{ML_DT_Q4, ML_ROPE_INTERLEAVED},
                                     std::pair{ML_DT_Q8, ML_ROPE_HALF}, std::pair{ML_DT_Q4, ML_ROPE_HALF}}) {
     INFO("wtype " << wtype << " rope " << rope);
-    tmp_dir t;
+    ml_test_dir t;
     const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
     cv_random_opts o = shape(mlb, gg);
     o.wtype = wtype;
     o.rope_type = rope;
     ml_error err;
     REQUIRE(cv_random(&o, &err) == ML_OK);
-    const std::vector<uint8_t> gd = slurp(gg), md = slurp(mlb);
+    const std::vector<uint8_t> gd = ml_test_read(gg), md = ml_test_read(mlb);
     const gguf_file g = parse_gguf(gd);
     CHECK(g.version == 3);
     ml_mlb m;
@@ -234,15 +213,15 @@ TEST_CASE("gguf_write: every tensor is the .mlb's, block for block, under llama.
 }
 
 TEST_CASE("gguf_write: tok512.bin becomes a llama.cpp SPM vocabulary", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   const std::string mlb = t / "m.mlb", gg = t / "m.gguf", tok = ml_test_shared("models/tok512.bin");
   cv_random_opts o = shape(mlb, gg);
   o.tokenizer = tok.c_str();
   ml_error err;
   REQUIRE(cv_random(&o, &err) == ML_OK);
-  const gguf_file g = parse_gguf(slurp(gg));
+  const gguf_file g = parse_gguf(ml_test_read(gg));
   // The llama2.c file read here independently: u32 max_len, then f32 score, i32 len, bytes.
-  const std::vector<uint8_t> tb = slurp(tok);
+  const std::vector<uint8_t> tb = ml_test_read(tok);
   size_t at = 4;
   const auto& toks = g.kv.at("tokenizer.ggml.tokens").strs;
   const auto& scores = g.kv.at("tokenizer.ggml.scores").nums;
@@ -279,7 +258,7 @@ TEST_CASE("gguf_write: tok512.bin becomes a llama.cpp SPM vocabulary", "[gguf]")
 }
 
 TEST_CASE("gguf_write: a repeated piece is renamed (llama.cpp requires unique pieces)", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   // A llama2.c tokenizer of 4 tokens: <unk>, <s>, </s>, and "a" twice would be 5; vocab 5.
   std::vector<uint8_t> tb;
   auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) tb.push_back((uint8_t)(v >> (8 * i))); };
@@ -301,12 +280,12 @@ TEST_CASE("gguf_write: a repeated piece is renamed (llama.cpp requires unique pi
   o.tokenizer = tok.c_str();
   ml_error err;
   REQUIRE(cv_random(&o, &err) == ML_OK);
-  const auto toks = parse_gguf(slurp(gg)).kv.at("tokenizer.ggml.tokens").strs;
+  const auto toks = parse_gguf(ml_test_read(gg)).kv.at("tokenizer.ggml.tokens").strs;
   CHECK(toks == std::vector<std::string>{"<unk>", "<s>", "</s>", "a", "[DUP_4]", "b"});
 }
 
 TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing nothing", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
   struct bad {
     const char* what;
@@ -334,7 +313,7 @@ TEST_CASE("gguf_write: refuses what llama.cpp would compute differently, writing
 }
 
 TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging Face's frequencies over ours", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
   ml_mlb_header c;  // Llama 3.2's scaling on a small shape (head_dim 32: high, medium and low bands)
   c.arch = ML_ARCH_LLAMA;
@@ -349,7 +328,7 @@ TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging
   o.config = &c;
   ml_error err;
   REQUIRE(cv_random(&o, &err) == ML_OK);
-  const std::vector<uint8_t> gd = slurp(gg);
+  const std::vector<uint8_t> gd = ml_test_read(gg);
   const gguf_file g = parse_gguf(gd);
   REQUIRE(g.tensors.count("rope_freqs.weight") == 1);
   const gguf_file::tensor& rf = g.tensors.at("rope_freqs.weight");
@@ -378,7 +357,7 @@ TEST_CASE("gguf_write: Llama 3's RoPE scaling becomes rope_freqs.weight, Hugging
 }
 
 TEST_CASE("gguf_write: Qwen3.5 as llama.cpp's qwen35: names, keys, attn_q holding q and the gate per head", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
   ml_mlb_header c;  // Qwen3.5's kind on a small shape: layers 0-2 gated delta, layer 3 attention
   c.arch = ML_ARCH_QWEN35;
@@ -394,7 +373,7 @@ TEST_CASE("gguf_write: Qwen3.5 as llama.cpp's qwen35: names, keys, attn_q holdin
   o.config = &c;
   ml_error err;
   REQUIRE(cv_random(&o, &err) == ML_OK);
-  const std::vector<uint8_t> gd = slurp(gg), md = slurp(mlb);
+  const std::vector<uint8_t> gd = ml_test_read(gg), md = ml_test_read(mlb);
   const gguf_file g = parse_gguf(gd);
   CHECK(g.kv.at("general.architecture").str == "qwen35");
   CHECK(g.kv.at("qwen35.ssm.conv_kernel").num == 4);
@@ -444,7 +423,7 @@ TEST_CASE("gguf_write: Qwen3.5 as llama.cpp's qwen35: names, keys, attn_q holdin
 }
 
 TEST_CASE("gguf_write: the placeholder vocabulary puts its 256 byte tokens beside BOS and EOS", "[gguf]") {
-  tmp_dir t;
+  ml_test_dir t;
   const std::string mlb = t / "m.mlb", gg = t / "m.gguf";
   ml_mlb_header c;
   c.arch = ML_ARCH_LLAMA;
@@ -456,7 +435,7 @@ TEST_CASE("gguf_write: the placeholder vocabulary puts its 256 byte tokens besid
   o.config = &c;
   ml_error err;
   REQUIRE(cv_random(&o, &err) == ML_OK);
-  const gguf_file g = parse_gguf(slurp(gg));
+  const gguf_file g = parse_gguf(ml_test_read(gg));
   const auto& toks = g.kv.at("tokenizer.ggml.tokens").strs;
   const auto& types = g.kv.at("tokenizer.ggml.token_type").nums;
   REQUIRE(toks.size() == 600);

@@ -151,6 +151,9 @@ reply solo(const ml_model* m, const server::job_params& p) {
   gp.stop_at_eos = 1;
   gp.stop = stops.data();
   gp.n_stop = stops.size();
+  gp.min_p = p.min_p;
+  gp.presence_penalty = p.presence_penalty;
+  gp.frequency_penalty = p.frequency_penalty;
   ml_gen* g = nullptr;
   REQUIRE(ml_gen_start(&g, e, s, p.prompt.data(), p.prompt.size(), &gp, &err) == ML_OK);
   reply r;
@@ -252,12 +255,15 @@ std::shared_ptr<server::job> submit(server::scheduler& s, const server::job_para
 TEST_CASE("scheduler: concurrent jobs give what each gives alone", "[server][scheduler]") {
   model_handle m(llama_model());
   // Prompts long enough to take several chunks of 7 while the others decode; one greedy, one with
-  // top-k, two with stop strings, one cut by max_tokens 0.
+  // top-k, two with stop strings, two with min_p and penalties, one cut by max_tokens 0.
   std::vector<server::job_params> ps;
   for (uint32_t i = 0; i < 8; ++i) ps.push_back(params(random_prompt(100 + i, 5 + 9 * i, 512), 1000 + i, 30 + 5 * (int)i));
   ps[1].temperature = 0;
   ps[2].top_k = 5;
   ps[7].max_tokens = 0;
+  ps[4].min_p = 0.05f;  // the engine's min_p and OpenAI's penalties, passed through
+  ps[4].presence_penalty = 0.7f;
+  ps[6].frequency_penalty = 1.5f;
   std::vector<reply> alone;
   for (const auto& p : ps) alone.push_back(solo(m.m, p));
   // Stop strings taken from the middle of the unstopped replies, so that they do match.
@@ -366,17 +372,24 @@ TEST_CASE("scheduler: logprobs are the log-softmax of the logits the token was d
   }
 }
 
-// A job that runs long (greedy until the context ends): 1000 positions of a tiny model.
-server::job_params long_job(uint32_t seed) {
-  server::job_params p = params(random_prompt(seed, 8, 512), seed, -1);
-  p.temperature = 0;
-  return p;
+// A job that runs long: greedy until the context ends (1000 positions of a tiny model), from a
+// prompt whose solo run samples no EOS in its first 400 tokens, so that only a cancel ends it soon.
+server::job_params long_job(const ml_model* m, uint32_t seed) {
+  for (uint32_t s = seed; s < seed + 100; ++s) {
+    server::job_params p = params(random_prompt(s, 8, 512), s, 400);
+    p.temperature = 0;
+    if (solo(m, p).stop_reason != ML_STOP_LENGTH) continue;
+    p.max_tokens = -1;
+    return p;
+  }
+  FAIL("no prompt of 100 ran 400 tokens without EOS");
+  return {};
 }
 
 TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[server][scheduler]") {
   model_handle m(llama_model());
   auto s = make(m.m, 1, 4);
-  auto j = submit(*s, long_job(21));
+  auto j = submit(*s, long_job(m.m, 21));
   server::job_event ev;
   REQUIRE(j->next(ev, ms(30000)));  // it is generating
   j->cancel();
@@ -388,7 +401,8 @@ TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[
   const server::job_params p = params(random_prompt(22, 9, 512), 8, 12);
   CHECK(collect(submit(*s, p)) == solo(m.m, p));
   // A queued job cancelled before it starts ends without running.
-  auto a = submit(*s, long_job(23));
+  const server::job_params la = long_job(m.m, 23);
+  auto a = submit(*s, la);
   auto b = submit(*s, p);
   b->cancel();
   const reply rb = collect(b);
@@ -401,16 +415,17 @@ TEST_CASE("scheduler: cancel ends a job at the next step and frees its slot", "[
 TEST_CASE("scheduler: the queue bound refuses, drain finishes what runs and refuses the rest", "[server][scheduler]") {
   model_handle m(llama_model());
   auto s = make(m.m, 1, 1);
-  auto a = submit(*s, long_job(31));
-  auto b = submit(*s, long_job(32));
+  const server::job_params la = long_job(m.m, 31), lb = long_job(m.m, 32), lc = long_job(m.m, 33);
+  auto a = submit(*s, la);
+  auto b = submit(*s, lb);
   std::string err;
-  CHECK(s->submit(long_job(33), &err) == nullptr);
+  CHECK(s->submit(lc, &err) == nullptr);
   CHECK(err.find("queue is full") != std::string::npos);
   a->cancel();
   b->cancel();
   collect(a);
   collect(b);
-  CHECK(s->submit(long_job(34), &err) != nullptr);  // room again (its job ends with the scheduler)
+  CHECK(s->submit(long_job(m.m, 34), &err) != nullptr);  // room again (its job ends with the scheduler)
 
   auto s2 = make(m.m, 2, 4);
   std::vector<server::job_params> ps;
@@ -425,7 +440,7 @@ TEST_CASE("scheduler: the queue bound refuses, drain finishes what runs and refu
   CHECK(err.find("shutting down") != std::string::npos);
   // A drain that times out cancels what still runs.
   auto s3 = make(m.m, 1, 4);
-  auto c = submit(*s3, long_job(35));
+  auto c = submit(*s3, long_job(m.m, 35));
   server::job_event first;
   REQUIRE(c->next(first, ms(30000)));
   s3->drain(ms(0));

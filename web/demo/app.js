@@ -23,7 +23,7 @@ function setStatus(text) { $('status').textContent = text; }
 
 function mib(n) { return `${(n / 1048576).toFixed(1)} MiB`; }
 
-const PHASES = { download: 'Downloading', cache: 'Reading from the browser cache', read: 'Reading the file', tokenizer: 'Downloading the tokenizer', convert: 'Converting the llama2.c checkpoint', load: 'Loading into wasm memory' };
+const PHASES = { download: 'Downloading', cache: 'Reading from the browser cache', read: 'Reading the file', tokenizer: 'Downloading the tokenizer', convert: 'Converting the model', load: 'Loading into wasm memory' };
 
 function onProgress(p) {
   // Download and read phases fill the first 90%, conversion and loading the rest.
@@ -34,7 +34,7 @@ function onProgress(p) {
   $('progress').value = v;
   demo.progress.push(Number(v.toFixed(4)));
   const amount = p.total > 1 ? ` ${mib(p.loaded)} of ${mib(p.total)}` : '';
-  setStatus(`${PHASES[p.phase] ?? p.phase}…${amount}`);
+  setStatus(`${PHASES[p.phase] ?? p.phase}${p.file ? ` ${p.file}` : ''}…${amount}`);
 }
 
 async function start() {
@@ -64,7 +64,8 @@ async function load(source, tokenizer, label) {
   demo.loaded = false;
   const t0 = performance.now();
   try {
-    const info = await engine.load(source, { tokenizer, onProgress, cache: typeof source === 'string' ? CACHE : false });
+    const url = typeof source === 'string' || typeof source?.hf === 'string'; // URLs are cached (a folder's file by file)
+    const info = await engine.load(source, { tokenizer, onProgress, cache: url ? CACHE : false });
     $('progress').value = 1;
     const secs = ((performance.now() - t0) / 1000).toFixed(2);
     setStatus(`Loaded ${label}${info.fromCache ? ' from the browser cache' : ''} in ${secs} s: dim ${info.dim}, ` +
@@ -129,10 +130,16 @@ async function generate() {
   }
 }
 
-// Two files: the larger is the checkpoint, the smaller its tokenizer.
+// Two files: the larger is the checkpoint, the smaller its tokenizer. Files with a config.json:
+// a Hugging Face folder (the folder picker gives them all).
 function loadFiles(files) {
   const list = [...files].sort((a, b) => b.size - a.size);
   if (!list.length) return;
+  const config = list.find((f) => f.name === 'config.json');
+  if (config) {
+    load({ hf: list }, undefined, (config.webkitRelativePath || '').split('/')[0] || 'the Hugging Face folder');
+    return;
+  }
   const tokUrl = $('tokenizer-url').value.trim();
   const tokenizer = list[1] ?? (tokUrl || undefined);
   load(list[0], tokenizer, list[0].name);
@@ -142,9 +149,11 @@ $('load-url').onclick = () => {
   const url = $('model-url').value.trim();
   const tok = $('tokenizer-url').value.trim();
   if (!url) { showError(new Error('Enter a model URL.')); return; }
+  if (url.endsWith('/')) { load({ hf: new URL(url, location.href).href }, undefined, url); return; }
   load(new URL(url, location.href).href, tok ? new URL(tok, location.href).href : undefined, url.split('/').pop());
 };
 $('file').onchange = (e) => loadFiles(e.target.files);
+$('folder').onchange = (e) => loadFiles(e.target.files);
 $('generate').onclick = generate;
 $('stop').onclick = () => controller?.abort();
 $('clear-cache').onclick = async () => {

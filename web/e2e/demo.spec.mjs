@@ -1,10 +1,10 @@
 // The demo page in Chromium: loading with a moving progress bar, greedy text equal to the native
 // build's, streaming, stop, the build choice with and without cross-origin isolation, the cache,
-// bad files, drag-and-drop.
+// bad files, drag-and-drop, a Hugging Face folder by URL and by the folder picker.
 import { expect, test } from '@playwright/test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifactsDir, checkpoint, nativeGreedy, nativeMlb, SLOW_MODEL, tokenizer } from '../test/native.mjs';
+import { artifactsDir, checkpoint, hfFolder, nativeGenerated, nativeGreedy, nativeMlb, SLOW_MODEL, tokenizer } from '../test/native.mjs';
 import { ISOLATED, PLAIN } from '../playwright.config.mjs';
 
 const PROMPT = 'Once upon a time';
@@ -216,4 +216,30 @@ test('a .mlb dropped on the page loads', async ({ page }) => {
   await stats(page);
   const text = (await page.locator('#output .prompt').textContent()) + (await page.locator('#output .gen').textContent());
   expect(text).toBe(nativeGreedy(PROMPT, 50));
+});
+
+test('a Hugging Face folder by URL (cached file by file) and by the folder picker gives ml_run\'s greedy text', async ({ page }) => {
+  const errors = await open(page);
+  const native = nativeGenerated(hfFolder, PROMPT, 40);
+  const gen = async () => {
+    await generate(page, { maxTokens: 40 });
+    expect((await stats(page)).generatedTokens).toBe(native.generated);
+    expect(await page.locator('#output .gen').textContent()).toBe(native.text);
+  };
+  await loadUrl(page, '/models/tinystories-656k-hf/');
+  await expect(page.locator('#status')).not.toContainText('from the browser cache');
+  await gen();
+  const cached = await page.evaluate(async () => (await (await caches.open('krafla-models')).keys()).map((r) => new URL(r.url).pathname).sort());
+  expect(cached).toEqual(['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']
+    .map((f) => `/models/tinystories-656k-hf/${f}`));
+  await page.reload();
+  await expect(page.locator('#build')).toHaveAttribute('data-build', /wasm_/);
+  await loadUrl(page, '/models/tinystories-656k-hf/');
+  await expect(page.locator('#status')).toContainText('from the browser cache');
+  await gen();
+  // <input webkitdirectory>: the File objects of the whole folder.
+  await page.setInputFiles('#folder', hfFolder);
+  await expect(page.locator('#status')).toContainText('Loaded tinystories-656k-hf', { timeout: 30_000 });
+  await gen();
+  expect(errors).toEqual([]);
 });

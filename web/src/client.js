@@ -1,6 +1,7 @@
 // The main-thread API: spawns the engine in a Web Worker (browsers), a worker_thread (node) or
 // in-process, and turns its messages into promises and async iterators. See index.d.ts.
 import { KraflaError } from './errors.js';
+import { isHfSource, normalizeHf } from './hf.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -83,11 +84,16 @@ export class Krafla {
     return p;
   }
 
-  /** Loads a model: a URL, ArrayBuffer, typed array, Blob or File (.mlb, or a llama2.c checkpoint with options.tokenizer). */
+  /**
+   * Loads a model: a URL, ArrayBuffer, typed array, Blob or File (.mlb, GGUF, or a llama2.c
+   * checkpoint with options.tokenizer), or a Hugging Face folder {hf, revision} (hf.js).
+   */
   async load(source, options = {}) {
     const { onProgress, tokenizer, ctx, cache, maxMemoryBytes } = options;
     const clone = (s) => (s instanceof URL ? s.href : s);
     try {
+      // A relative folder URL is the page's (the worker would resolve it against its script).
+      if (isHfSource(source)) source = normalizeHf(source, isNode ? undefined : globalThis.location?.href);
       this.model = await this.call('load', { source: clone(source), tokenizer: clone(tokenizer), ctx, cache, maxMemoryBytes },
         (e) => e.type === 'progress' && onProgress?.({ ...e, fraction: e.total ? Math.min(1, e.loaded / e.total) : null }));
     } catch (e) {

@@ -11,6 +11,7 @@ import { checkFits, MLB_HEADER_BYTES, parseHeader } from './header.js';
 import { cacheDelete, cachePut, isBadBytes, readSource, sourceName } from './source.js';
 import { KraflaError } from './errors.js';
 import { bench, generate } from './generate.js';
+import { isHfSource, loadHf } from './hf.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -107,9 +108,11 @@ export class Host {
     return m.HEAPU8;
   }
 
-  fail(what) {
+  // The engine's last error as a KraflaError: "what: message" (message rewritten by `edit`, if given).
+  fail(what, edit) {
     const m = this.mod;
-    return new KraflaError(`${what}: ${m.UTF8ToString(m._krafla_last_error())}`, STATUS_KINDS[m._krafla_last_status()] ?? 'error');
+    const msg = m.UTF8ToString(m._krafla_last_error());
+    return new KraflaError(edit ? edit(msg) : `${what}: ${msg}`, STATUS_KINDS[m._krafla_last_status()] ?? 'error');
   }
 
   i32(ptr, n) {
@@ -171,8 +174,10 @@ export class Host {
   // engine has opened them, and a cached copy the engine refuses is deleted, so that a damaged
   // download is never served again. The model loaded before stays loaded until the new one's
   // bytes have arrived and passed the header checks; it is freed before they enter the wasm heap.
+  // A Hugging Face folder ({hf}) goes to hf.js.
   async op_load(id, { source, tokenizer, ctx = 0, cache = false, maxMemoryBytes }) {
     if (!this.mod) throw new KraflaError('krafla: the engine is not initialised', 'state');
+    if (isHfSource(source)) return loadHf(this, id, { source, tokenizer, ctx, cache });
     const progress = (event) => this.post({ type: 'event', id, event: { type: 'progress', ...event } });
     const name = sourceName(source);
     const limits = { limit: maxMemoryBytes ?? Infinity, packed: this.build.packG > 0, ctx };

@@ -54,9 +54,28 @@ export interface CreateOptions {
 
 export type ModelSource = string | URL | ArrayBuffer | ArrayBufferView | Blob;
 
+/**
+ * A Hugging Face model folder: config.json, model.safetensors (or model.safetensors.index.json and
+ * its shards) and tokenizer.json, with tokenizer_config.json and generation_config.json when present.
+ * The engine converts it at load (Q8), as `ml_run FOLDER` does.
+ */
+export interface HfFolder {
+  /**
+   * A folder URL ('https://huggingface.co/ORG/NAME/resolve/main/', '/models/x/', './x/'; a path in
+   * node), a repo id on huggingface.co ('ORG/NAME'), the files picked with
+   * `<input type="file" webkitdirectory>` (its FileList, or an array of Files), or an object from
+   * file name to source ({'config.json': url, 'model.safetensors': blob, ...}).
+   */
+  hf: string | URL | FileList | readonly File[] | Readonly<Record<string, ModelSource>>;
+  /** With a repo id: the branch, tag or commit (default 'main'). */
+  revision?: string;
+}
+
 export interface Progress {
-  /** download, cache (read from Cache Storage), read (Blob/File/bytes), tokenizer, convert (llama2.c to .mlb), load (into wasm memory) */
+  /** download, cache (read from Cache Storage), read (Blob/File/bytes), tokenizer, convert (llama2.c or a Hugging Face folder to .mlb), load (into wasm memory) */
   phase: 'download' | 'cache' | 'read' | 'tokenizer' | 'convert' | 'load';
+  /** A Hugging Face folder's download, cache and read phases: the file (loaded and total are that file's bytes). */
+  file?: string;
   loaded: number;
   /** 0 when unknown (no Content-Length). */
   total: number;
@@ -65,12 +84,12 @@ export interface Progress {
 }
 
 export interface LoadOptions {
-  /** The llama2.c tokenizer.bin that goes with a llama2.c checkpoint (converted to .mlb in the worker). */
+  /** The llama2.c tokenizer.bin that goes with a llama2.c checkpoint (converted to .mlb in the worker); not with a Hugging Face folder. */
   tokenizer?: ModelSource;
   onProgress?: (p: Progress) => void;
   /** Context length; 0 = the model's max_seq. */
   ctx?: number;
-  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. Default: false. */
+  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. A Hugging Face folder's files are kept under their own URLs (stored as they arrive, removed again if the load fails). Default: false. */
   cache?: string | false;
   /** Refuse models whose estimated wasm memory exceeds this (default and cap: 4 GiB, wasm32). */
   maxMemoryBytes?: number;
@@ -162,10 +181,11 @@ export class Krafla {
   readonly model: ModelInfo | null;
   readonly lastStats: GenerateStats | null;
   /**
-   * Loads a model. A URL whose body ends short of its Content-Length or runs past it fails with kind 'io'.
+   * Loads a model: an .mlb, a GGUF file, a llama2.c checkpoint (with options.tokenizer), or a
+   * Hugging Face folder ({hf}). A URL whose body ends short of its Content-Length or runs past it fails with kind 'io'.
    * A load that fails before the engine opens the new model keeps the model loaded before (`model` stays set).
    */
-  load(source: ModelSource, options?: LoadOptions): Promise<ModelInfo>;
+  load(source: ModelSource | HfFolder, options?: LoadOptions): Promise<ModelInfo>;
   /** encode(text, add_special_tokens) of the model's tokenizer (addBos: the older name of addSpecial). */
   tokenize(text: string, options?: { addSpecial?: boolean; addBos?: boolean }): Promise<number[]>;
   /** decode(ids, skip_special_tokens) of the model's tokenizer. */

@@ -105,9 +105,10 @@ async function readStream(stream, total, { name, exact = false, check, progress,
  * cached copy is used when present; `cacheOnly` returns null on a miss instead of downloading.
  * Nothing is stored here: the caller stores a download (cachePut) once the engine has opened it.
  * A cached copy whose bytes are bad (its length, or check() with an 'io'/'format' error) is
- * deleted before the error is thrown, so that the next load downloads it again.
+ * deleted before the error is thrown, so that the next load downloads it again. With `missingOk`
+ * a URL that answers HTTP 404 (a node path that does not exist) returns null: an optional file.
  */
-export async function readSource(src, { cache = false, cacheOnly = false, check, progress, phase = 'download', headBytes = 256 } = {}) {
+export async function readSource(src, { cache = false, cacheOnly = false, missingOk = false, check, progress, phase = 'download', headBytes = 256 } = {}) {
   if (src instanceof URL) src = src.href;
   if (typeof src === 'string') {
     let cached = null;
@@ -131,7 +132,12 @@ export async function readSource(src, { cache = false, cacheOnly = false, check,
     try {
       res = await fetchUrl(src);
     } catch (e) {
+      if (missingOk && e?.code === 'ENOENT') return null;
       throw new KraflaError(`${src}: the download failed (${e.message})`, 'io');
+    }
+    if (missingOk && res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return null;
     }
     if (!res.ok) throw new KraflaError(`${src}: the download failed: HTTP ${res.status} ${res.statusText}`, 'io');
     const total = Number(res.headers.get('content-length')) || 0;

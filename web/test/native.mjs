@@ -1,6 +1,6 @@
 // The oracle for the package's tests: the native scalar build (build/scalar/bin, built by
 // scripts/test before the web step) converts stories260K and prints its greedy text.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,8 @@ export const sharedDir = process.env.KRAFLA_SHARED ? resolve(process.env.KRAFLA_
 export const modelsDir = join(sharedDir, 'models');
 export const checkpoint = join(modelsDir, 'stories260K.bin');
 export const tokenizer = join(modelsDir, 'tok512.bin');
+/** A trained Hugging Face folder (../shared/models/SOURCES.md): config.json, model.safetensors, tokenizer.json, ... */
+export const hfFolder = join(modelsDir, 'tinystories-656k-hf');
 export const scalarBin = process.env.ML_SCALAR_BIN ? resolve(process.env.ML_SCALAR_BIN) : join(repoDir, 'build', 'scalar', 'bin');
 export const artifactsDir = join(webDir, 'artifacts');
 
@@ -55,4 +57,21 @@ export function slowModel() {
       '--kv-heads', '12', '--vocab', '512', '--max-seq', '1024', '--tokenizer', tokenizer, '--wtype', 'q8', '-o', out]);
   }
   return out;
+}
+
+/**
+ * The text `ml_run MODEL -p PROMPT -n N --temp 0` generates (its stdout less the echo of the
+ * prompt, which is what it prints with -n 0) and its count of generated tokens. MODEL may be a
+ * Hugging Face folder (converted at load).
+ */
+export function nativeGenerated(model, prompt, n) {
+  const run = (steps) => {
+    const r = spawnSync(tool('ml_run'), [model, '-p', prompt, '-n', String(steps), '--temp', '0'], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ml_run ${model}: ${r.stderr}`);
+    return { out: r.stdout.replace(/\n$/, ''), generated: Number(/generated (\d+) tokens/.exec(r.stderr)?.[1]) };
+  };
+  const echo = run(0).out;
+  const r = run(n);
+  if (!r.out.startsWith(echo)) throw new Error(`ml_run ${model}: the output does not start with the prompt's echo`);
+  return { text: r.out.slice(echo.length), generated: r.generated };
 }

@@ -8,4 +8,5 @@ export async function misuse(k: Krafla) {
   await k.applyChatTemplate('hi', { addGenerationPrompt: true }); // error: messages are an array of {role, content}
   await k.tokenize('x', { addSpecial: 1 }); // error: addSpecial is a boolean
   await k.applyChatTemplate([{ role: 'user', content: 'x' }], { addGenerationPrompt: 'no' }); // error: addGenerationPrompt is a boolean
+  await k.load({ hf: 42 }); // error: hf is a folder URL, a repo id, files or an object of files
 }

@@ -1,7 +1,9 @@
 // Compiled (not run) by types.test.mjs: the API as the README shows it must type-check against
 // src/index.d.ts, and misuse must not.
-import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type ModelInfo,
-  type Progress } from '../src/index.js';
+import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type HfFolder,
+  type ModelInfo, type Progress } from '../src/index.js';
+
+declare const picker: HTMLInputElement; // <input type="file" webkitdirectory>
 
 export async function usage(out: { textContent: string }): Promise<GenerateStats | null> {
   const k = await Krafla.create({ threads: false });
@@ -14,6 +16,16 @@ export async function usage(out: { textContent: string }): Promise<GenerateStats
   const dim: number = info.dim;
   await k.load(new Blob([]));
   await k.load(new ArrayBuffer(8));
+  // Hugging Face folders: by URL, by repo id, as picked files, as an object of files.
+  const hf: ModelInfo = await k.load({ hf: 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/' }, {
+    cache: 'krafla-models', onProgress: (p: Progress) => { out.textContent = `${p.file ?? ''} ${p.phase}`; },
+  });
+  await k.load({ hf: 'HuggingFaceTB/SmolLM2-135M-Instruct', revision: 'main' });
+  await k.load({ hf: new URL('https://example.org/models/smollm2/') });
+  if (picker.files) await k.load({ hf: picker.files });
+  const folder: HfFolder = { hf: [new File(['{}'], 'config.json')] };
+  await k.load(folder);
+  await k.load({ hf: { 'config.json': new URL('https://example.org/config.json'), 'model.safetensors': new Blob([]), 'tokenizer.json': new Uint8Array(2) } });
   const ctl = new AbortController();
   for await (const piece of k.generate('Once upon a time', { maxTokens: 200, temperature: 0.8, topP: 0.9, seed: 42n, stop: ['.'], signal: ctl.signal })) {
     out.textContent += piece;
@@ -38,5 +50,5 @@ export async function usage(out: { textContent: string }): Promise<GenerateStats
   const e = new KraflaError('x');
   await k.unload();
   k.terminate();
-  return dim + h.dim > 0 && b.threaded === false && e.kind !== '' && name !== '' ? stats : k.lastStats;
+  return dim + h.dim + hf.dim > 0 && b.threaded === false && e.kind !== '' && name !== '' ? stats : k.lastStats;
 }

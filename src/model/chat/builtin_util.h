@@ -1,4 +1,4 @@
-// Helpers shared by the chat-template built-ins (filters.cpp, tests.cpp, methods.cpp, strings.cpp):
+// Helpers shared by the chat-template built-ins (filters*.cpp, tests.cpp, methods.cpp, strings.cpp):
 // argument access by position or keyword (as Python binds them) and Python's str operations.
 // Private to src/model/chat.
 #pragma once
@@ -56,6 +56,12 @@ inline ml_status make_list(rt* r, const ml_vec<jv>& t, jv* out) {
   if (!new_list(rt_bump(r), t.data(), t.size(), out)) return rt_nomem(r);
   return ML_OK;
 }
+
+// ---- the filters on numbers (filters_number.cpp) ----
+
+ml_status int_filter(const argv& a, const jv& v, jv* out);    // int(default=0, base=10)
+ml_status float_filter(const argv& a, const jv& v, jv* out);  // float(default=0.0)
+ml_status round_filter(const argv& a, const jv& v, jv* out);  // round(precision=0, method='common')
 
 // ---- Python str operations (strings.cpp) ----
 

@@ -1,4 +1,4 @@
-// The chat-template evaluator's state and entry points, shared by eval.cpp, ops.cpp, the built-ins
+// The chat-template evaluator's state and entry points, shared by eval.cpp, call.cpp, ops.cpp, the built-ins
 // (filters.cpp, tests.cpp, methods.cpp) and template.cpp (private to src/model/chat).
 #pragma once
 #include "model/chat/jinja.h"
@@ -28,6 +28,21 @@ struct rt {
   int depth = 0;             // macro calls in progress
   flow_kind flow = flow_kind::none;
 };
+
+// Counts a macro call in progress (rt::depth) for the life of the guard.
+struct call_depth_guard {
+  rt* r;
+  explicit call_depth_guard(rt* q) : r(q) { ++r->depth; }
+  ~call_depth_guard() { --r->depth; }
+};
+
+// Sets name (n bytes, not copied: it must outlive s) in scope s, replacing its value there if set.
+// false when out of memory.
+bool scope_set(rt* r, scope* s, const char* name, size_t n, const jv& v);
+
+// Calls macro m (a vk::macro value, call.cpp) with jinja2's argument binding: its output as a string.
+ml_status call_macro(rt* r, const node* at, const jv& m, const jv* args, size_t nargs, const char* const* kw,
+                     const jv* kwv, size_t nkw, jv* out);
 
 ml_status eval(rt* r, const node* x, scope* s, jv* out);
 ml_status exec(rt* r, const node* x, scope* s, ml_vec<char>* o);
