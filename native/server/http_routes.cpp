@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http_guard.h"
 #include "http_server.h"
 
 namespace server {
@@ -195,6 +196,7 @@ bool tokenize_text(const ml_tokenizer* tok, const std::string& text, bool add_sp
 void install_routes(httplib::Server& svr, server_context& c) {
   if (!c.opt.cors.empty()) svr.set_default_headers({{"Access-Control-Allow-Origin", c.opt.cors}, {"Vary", "Origin"}});
   svr.set_pre_routing_handler([&c](const httplib::Request& req, httplib::Response& res) {
+    if (refuse_bad_framing(req, res, c.opt)) return httplib::Server::HandlerResponse::Handled;  // http_guard.h
     const route* r = find_route(req.path);
     if (r && req.method == "OPTIONS" && !c.opt.cors.empty()) {  // a browser's CORS preflight
       res.status = 204;
@@ -233,6 +235,7 @@ void install_routes(httplib::Server& svr, server_context& c) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;  // a handler's own error body
     send_error(res, make_error(res.status, status_message(res.status, req, c), "invalid_request_error", "",
                                res.status == 404 ? "not_found" : res.status == 413 ? "request_too_large" : ""));
+    if (error_needs_close(res.status)) close_after(res);  // the framing of what follows is unknown
   });
   svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -244,10 +247,11 @@ void install_routes(httplib::Server& svr, server_context& c) {
     }
     send_error(res, make_error(500, what, "server_error"));
   });
-  svr.Post("/v1/chat/completions", [&c](const httplib::Request& req, httplib::Response& res) {
+  // POST bodies are read by the guard (http_guard.h: --max-body for chunked bodies, --timeout).
+  post_with_limits(svr, "/v1/chat/completions", c.opt, [&c](const httplib::Request& req, httplib::Response& res) {
     handle_generate(c, endpoint::chat, req, res);
   });
-  svr.Post("/v1/completions", [&c](const httplib::Request& req, httplib::Response& res) {
+  post_with_limits(svr, "/v1/completions", c.opt, [&c](const httplib::Request& req, httplib::Response& res) {
     handle_generate(c, endpoint::completion, req, res);
   });
   svr.Get("/v1/models", [&c](const httplib::Request&, httplib::Response& res) {
@@ -256,8 +260,8 @@ void install_routes(httplib::Server& svr, server_context& c) {
   });
   svr.Get("/health", [&c](const httplib::Request&, httplib::Response& res) { handle_health(c, res); });
   svr.Get("/metrics", [&c](const httplib::Request&, httplib::Response& res) { handle_metrics(c, res); });
-  svr.Post("/tokenize", [&c](const httplib::Request& req, httplib::Response& res) { handle_tokenize(c, req, res); });
-  svr.Post("/detokenize", [&c](const httplib::Request& req, httplib::Response& res) { handle_detokenize(c, req, res); });
+  post_with_limits(svr, "/tokenize", c.opt, [&c](const httplib::Request& req, httplib::Response& res) { handle_tokenize(c, req, res); });
+  post_with_limits(svr, "/detokenize", c.opt, [&c](const httplib::Request& req, httplib::Response& res) { handle_detokenize(c, req, res); });
 }
 
 }  // namespace server

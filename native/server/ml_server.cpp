@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "http_guard.h"
 #include "http_server.h"
 
 namespace {
@@ -141,6 +142,7 @@ int ml_main(int argc, char** argv) {
   svr.set_read_timeout(o.http.timeout, 0);
   svr.set_write_timeout(o.http.timeout, 0);
   svr.set_keep_alive_max_count(1000);
+  server::install_http_guard(svr, o.http, workers);  // pool, keep-alive, Expect, close-after (http_guard.h)
   server::install_routes(svr, c);
   int port = o.http.port;
   if (port == 0) {
