@@ -574,7 +574,7 @@ class HttpCases(Base):
             s2 = r1.rest
             # the second response may already be in r1.rest
             sock_data = s2
-            r2 = c.read_response(_Prefixed(s, sock_data), 10)
+            r2 = c.read_response(c.Replay(s, sock_data), 10)
             self.assertEqual(r2.status, 200, r2)
             self.assertEqual(json.loads(r2.body).get("object"), "list")
         finally:
@@ -627,22 +627,6 @@ class HttpCases(Base):
             time.sleep(0.1)
         self.assertLessEqual(SRV.fd_count(), before + 2, "fds: %d before, %d after" % (before, SRV.fd_count()))
         self.assert_healthy()
-
-
-class _Prefixed:
-    """A socket whose first recv returns data already read."""
-
-    def __init__(self, sock, data):
-        self.sock, self.data = sock, data
-
-    def settimeout(self, t):
-        self.sock.settimeout(t)
-
-    def recv(self, n):
-        if self.data:
-            d, self.data = self.data, b""
-            return d
-        return self.sock.recv(n)
 
 
 class ApiKey(Base):

@@ -233,6 +233,22 @@ class RawResponse:
             self.status, self.closed, self.reset, self.timed_out, self.raw[:200])
 
 
+class Replay:
+    """A socket whose first recv returns data already read (a response read after a probe)."""
+
+    def __init__(self, sock, data):
+        self.sock, self.data = sock, data
+
+    def settimeout(self, t):
+        self.sock.settimeout(t)
+
+    def recv(self, n):
+        if self.data:
+            d, self.data = self.data, b""
+            return d
+        return self.sock.recv(n)
+
+
 def raw_connect(port, timeout=10):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.settimeout(timeout)

@@ -273,7 +273,7 @@ class Shutdown(unittest.TestCase):
             result = {}
 
             def reader():
-                result["r"] = c.read_response(_Replay(s, first), 300)
+                result["r"] = c.read_response(c.Replay(s, first), 300)
                 result["t"] = time.monotonic()
 
             rt = threading.Thread(target=reader, daemon=True)
@@ -344,22 +344,6 @@ def probe(port):
         return "served" if r.status == 200 else "error %d" % r.status
     finally:
         s.close()
-
-
-class _Replay:
-    """A socket whose first recv returns data already read."""
-
-    def __init__(self, sock, data):
-        self.sock, self.data = sock, data
-
-    def settimeout(self, t):
-        self.sock.settimeout(t)
-
-    def recv(self, n):
-        if self.data:
-            d, self.data = self.data, b""
-            return d
-        return self.sock.recv(n)
 
 
 def main():
