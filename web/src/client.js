@@ -2,6 +2,7 @@
 // in-process, and turns its messages into promises and async iterators. See index.d.ts.
 import { KraflaError } from './errors.js';
 import { isHfSource, normalizeHf } from './hf.js';
+import { ChatCompletions, Completions } from './chat.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -39,6 +40,9 @@ export class Krafla {
     this.build = null;
     this.model = null;
     this.lastStats = null;
+    // The openai client's surface (chat.js): k.chat.completions.create, k.completions.create.
+    this.chat = { completions: new ChatCompletions(this) };
+    this.completions = new Completions(this);
   }
 
   /**

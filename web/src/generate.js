@@ -18,6 +18,14 @@ function encodeStops(stop) {
   return { bytes, count: parts.length };
 }
 
+// The ids at the start of `ids` whose KV the session holds, less one when that is all of them.
+function heldPrefix(host, ids) {
+  const held = host.heldTokens ?? [];
+  let k = 0;
+  while (k < held.length && k < ids.length && held[k] === ids[k]) ++k;
+  return k === ids.length ? k - 1 : k;
+}
+
 export async function generate(host, id, o) {
   const s = host.requireSession();
   const m = host.mod;
@@ -37,6 +45,11 @@ export async function generate(host, id, o) {
 
   const ids = o.tokens ?? host.tokenize(String(o.prompt ?? ''), o.addBos ?? true);
   if (!ids.length) throw new KraflaError('krafla: generate: the prompt is empty (pass addBos: true or some text)', 'arg');
+  // reusePrefix: keep the KV of the longest common prefix of the ids the session holds (the last
+  // generation's prompt and tokens) and these, feeding only the rest (at least one, for logits).
+  const keep = o.reusePrefix ? heldPrefix(host, ids) : 0;
+  host.heldTokens = null; // unknown until this generation ends cleanly
+  const sampled = [];
 
   const idp = m._malloc(ids.length * 4);
   const stopp = m._malloc(Math.max(stops.bytes.length, 1));
@@ -57,7 +70,7 @@ export async function generate(host, id, o) {
     host.i32(idp, ids.length).set(ids);
     host.heap().set(stops.bytes, stopp);
     t0 = performance.now();
-    if (m._krafla_gen_start(s, 0, idp, ids.length, maxTokens, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0, 1,
+    if (m._krafla_gen_start(s, keep, idp + 4 * keep, ids.length - keep, maxTokens, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0, 1,
       stopp, stops.bytes.length, stops.count) < 0) throw host.fail('krafla: generate');
     for (;;) {
       if (host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) {
@@ -72,12 +85,14 @@ export async function generate(host, id, o) {
       if (!p) throw host.fail('krafla: generate');
       const text = textAt(p);
       const [tok, done] = host.i32(io + 4, 2);
-      if (tok >= 0) ++n;
+      if (tok >= 0) { ++n; sampled.push(tok); }
       if (tok >= 0 || text) emit(text);
       if (done) break;
       await host.yieldNow();
     }
     st = JSON.parse(m.UTF8ToString(m._krafla_gen_stats(s)));
+    // Every sampled token but the last has been fed (ml_gen_next feeds a token before sampling the next).
+    host.heldTokens = ids.concat(sampled.slice(0, -1));
   } finally {
     m._free(io);
     m._free(stopp);
@@ -88,6 +103,7 @@ export async function generate(host, id, o) {
   // turns of the event loop between tokens).
   return {
     promptTokens: st.n_prompt,
+    cachedTokens: keep,
     generatedTokens: st.n_generated,
     promptSeconds: st.prompt_seconds,
     decodeSeconds: wasmMs / 1000,
@@ -114,6 +130,7 @@ export function bench(host, { prompt = 64, decode = 64, reps = 1 }) {
   const idp = m._malloc(n * 4);
   const fill = () => { const a = host.i32(idp, n); for (let i = 0; i < n; ++i) a[i] = i === 0 ? info.bosId : 3 + ((i * 7919) % (info.vocabSize - 3)); };
   let best = { prefill: 0, decode: 0 };
+  host.heldTokens = null; // krafla_eval overwrites the session's KV
   try {
     if (m._krafla_sampler(s, 0, 1, 0, 1, 0) < 0) throw host.fail('krafla: bench');
     const rep = () => {

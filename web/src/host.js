@@ -269,6 +269,7 @@ export class Host {
   }
 
   unload() {
+    this.heldTokens = null; // the ids whose KV the session holds (generate.js reusePrefix)
     if (this.session) {
       this.mod._krafla_close(this.session);
       this.session = 0;

@@ -1,4 +1,6 @@
 // Types of the krafla package (hand-written; the implementation is plain ES modules).
+import type { ChatCompletions, Completions } from './chat-types.js';
+export * from './chat-types.js';
 
 /** A wasm build of the engine: its kernels and whether it runs pthreads. */
 export type BuildName =
@@ -145,13 +147,18 @@ export interface GenerateOptions {
   addBos?: boolean;
   /** Use these prompt ids instead of tokenizing the prompt. */
   tokens?: number[];
+  /** Keep the KV of the longest prefix these prompt ids share with the tokens the engine holds from the previous generation, and evaluate only the rest (stats.cachedTokens counts the kept ones). Default false. */
+  reusePrefix?: boolean;
   onStats?: (s: GenerateStats) => void;
   /** Called as each token's event arrives (before the iterator yields it): n counts the tokens generated so far; text may be ''. */
   onToken?: (t: { n: number; text: string }) => void;
 }
 
 export interface GenerateStats {
+  /** Prompt tokens evaluated (with reusePrefix: those after the reused prefix). */
   promptTokens: number;
+  /** Prompt tokens whose KV was reused from the previous generation (reusePrefix), not evaluated. */
+  cachedTokens: number;
   generatedTokens: number;
   promptSeconds: number;
   /** Time spent in wasm on the generated tokens. */
@@ -177,6 +184,10 @@ export class KraflaError extends Error {
 
 export class Krafla {
   static create(options?: CreateOptions): Promise<Krafla>;
+  /** The openai client's chat.completions.create, answered by this engine as ml_server answers it (chat-types.d.ts). */
+  readonly chat: { readonly completions: ChatCompletions };
+  /** The openai client's completions.create (raw prompts), as ml_server's /v1/completions. */
+  readonly completions: Completions;
   readonly build: BuildInfo;
   readonly model: ModelInfo | null;
   readonly lastStats: GenerateStats | null;

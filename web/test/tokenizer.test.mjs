@@ -1,88 +1,21 @@
 // The package's Hugging Face tokenizers and chat templates against the native scalar build's
 // ml_tok on the same .mlb (the oracle): tokenize / detokenize / applyChatTemplate must give the
 // same ids, bytes and text in every wasm build, and a greedy generation must stop at the
-// end-of-turn token as native ml_run does.
-//
-// Models (written by the native ml_convert into web/artifacts/):
-//   smol-chat.mlb   a random body with SmolLM2's tokenizer.json (GPT-2 byte-level BPE, 49152
-//                   tokens) and Qwen2.5's ChatML template, eos_token <|im_end|> (as e2e/cli/test_chat.py)
-//   tinystories.mlb a random body with tinystories-656k-hf's tokenizer (SentencePiece-style BPE
-//                   with byte fallback, 2048 tokens, add_bos_token, no chat template)
-//   smol-eog.mlb    smol-chat.mlb with the classifier row of <|im_end|> scaled 5 times, so that a
-//                   greedy generation reaches it after some text (14 tokens for the prompt below)
+// end-of-turn token as native ml_run does. The models: hf-models.mjs (smol-eog5.mlb's greedy
+// chat reply reaches <|im_end|> after 14 tokens for the prompt below).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
 import { Host } from '../src/host.js';
-import { artifactsDir, scalarBin, sharedDir, webDir } from './native.mjs';
+import { dir, IM_END, models, QWEN25_CONFIG, QWEN3_CONFIG, SMOL_TOKENIZER, tool } from './hf-models.mjs';
+import { sharedDir, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
 const builds = process.env.KRAFLA_TEST_BUILDS ? all.filter((b) => process.env.KRAFLA_TEST_BUILDS.split(',').includes(b)) : all;
 const runnable = (b) => { try { chooseBuild([b], detectFeatures(), { force: b }); return true; } catch { return false; } };
-
-const SMOL_TOKENIZER = join(sharedDir, 'data', 'hf', 'smollm2-135m-instruct', 'tokenizer.json');
-const QWEN25_CONFIG = join(sharedDir, 'data', 'hf', 'qwen2.5-0.5b-instruct', 'tokenizer_config.json');
-const QWEN3_CONFIG = join(sharedDir, 'data', 'hf', 'qwen3-0.6b', 'tokenizer_config.json');
-const TINYSTORIES = join(sharedDir, 'models', 'tinystories-656k-hf');
-const IM_END = 2; // SmolLM2's <|im_end|>
-
-function tool(name) {
-  const p = join(scalarBin, name);
-  if (!existsSync(p)) throw new Error(`${p} is missing: build the scalar preset first (cmake --build build/scalar --target ml_convert ml_tok ml_run)`);
-  return p;
-}
-
-const dir = join(artifactsDir, 'hf');
-
-function convert(out, vocab, tokenizerFolder) {
-  execFileSync(tool('ml_convert'), ['random', '--dim', '64', '--hidden', '128', '--layers', '2', '--heads', '2', '--kv-heads', '1',
-    '--vocab', String(vocab), '--max-seq', '256', '--rope-type', 'half', '--tokenizer', tokenizerFolder, '-o', out]);
-}
-
-// Scales row `id` of the classifier (the `output` tensor, Q8 with f32 scales: docs/format.md) by factor.
-function scaleClassifierRow(src, dst, id, factor) {
-  const b = readFileSync(src);
-  const v = new DataView(b.buffer, b.byteOffset, b.length);
-  const n = v.getUint32(148, true);
-  const at = Number(v.getBigUint64(152, true));
-  let done = false;
-  for (let i = 0; i < n; ++i) {
-    const e = at + 96 * i;
-    if (b.subarray(e, e + 48).toString('latin1').replace(/\0.*$/s, '') !== 'output') continue;
-    assert.equal(v.getUint32(e + 48, true), 2, 'output is Q8');
-    assert.equal(v.getUint32(e + 52, true), 0, 'output has f32 scales');
-    const blocks = v.getUint32(e + 60, true) / 32;
-    const scales = Number(v.getBigUint64(e + 80, true));
-    for (let k = 0; k < blocks; ++k) {
-      const o = scales + (id * blocks + k) * 4;
-      v.setFloat32(o, v.getFloat32(o, true) * factor, true);
-    }
-    done = true;
-  }
-  assert.ok(done, `${src} has no output tensor`);
-  writeFileSync(dst, b);
-}
-
-function models() {
-  mkdirSync(dir, { recursive: true });
-  const folder = join(dir, 'smol-chat');
-  const smol = join(dir, 'smol-chat.mlb');
-  const tiny = join(dir, 'tinystories.mlb');
-  const eog = join(dir, 'smol-eog5.mlb');
-  if (!existsSync(smol)) {
-    mkdirSync(folder, { recursive: true });
-    copyFileSync(SMOL_TOKENIZER, join(folder, 'tokenizer.json'));
-    const tmpl = JSON.parse(readFileSync(QWEN25_CONFIG, 'utf8')).chat_template;
-    writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ chat_template: tmpl, eos_token: '<|im_end|>', bos_token: null }));
-    convert(smol, 49152, folder);
-  }
-  if (!existsSync(tiny)) convert(tiny, 2048, TINYSTORIES);
-  if (!existsSync(eog)) scaleClassifierRow(smol, eog, IM_END, 5);
-  return { smol, tiny, eog };
-}
 
 // --- the oracle: native ml_tok / ml_run -----------------------------------------------------------
 

@@ -1,7 +1,7 @@
 // Compiled (not run) by types.test.mjs: the API as the README shows it must type-check against
 // src/index.d.ts, and misuse must not.
 import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type HfFolder,
-  type ModelInfo, type Progress } from '../src/index.js';
+  type ModelInfo, type Progress, type ChatCompletion, type ChatCompletionChunk, type Completion, type KraflaApiError } from '../src/index.js';
 
 declare const picker: HTMLInputElement; // <input type="file" webkitdirectory>
 
@@ -51,4 +51,39 @@ export async function usage(out: { textContent: string }): Promise<GenerateStats
   await k.unload();
   k.terminate();
   return dim + h.dim + hf.dim > 0 && b.threaded === false && e.kind !== '' && name !== '' ? stats : k.lastStats;
+}
+
+// The openai client's surface (README "OpenAI's API in the browser"): the same calls as against ml_server.
+export async function openaiUsage(k: Krafla, out: { textContent: string }): Promise<number> {
+  const client = k; // was: new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'sk-local' })
+  const r: ChatCompletion = await client.chat.completions.create({
+    model: 'any', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is a fjord?' }],
+    max_tokens: 64, temperature: 0.7, top_p: 0.9, top_k: 40, seed: 42, stop: ['\n\n'],
+  });
+  const text: string = r.choices[0].message.content;
+  const why: 'stop' | 'length' = r.choices[0].finish_reason;
+  const cached: number = r.usage.prompt_tokens_details.cached_tokens;
+  const ctl = new AbortController();
+  const stream = await client.chat.completions.create({
+    messages: [{ role: 'user', content: [{ type: 'text', text }] }, { role: 'assistant', content: null }, { role: 'developer', content: 'x' }],
+    stream: true, stream_options: { include_usage: true }, chat_template_kwargs: { enable_thinking: false },
+  }, { signal: ctl.signal });
+  for await (const chunk of stream) {
+    const c: ChatCompletionChunk = chunk;
+    out.textContent += c.choices[0]?.delta.content ?? '';
+    if (c.usage) out.textContent += String(c.usage.total_tokens);
+  }
+  stream.controller.abort();
+  const c: Completion = await client.completions.create({ prompt: 'Once upon a time', max_tokens: 16, signal: ctl.signal });
+  await client.completions.create({ prompt: [[1, 2, 3]], seed: 2n ** 63n });
+  for await (const chunk of await client.completions.create({ prompt: [1, 2, 3], stream: true })) out.textContent += chunk.choices[0]?.text ?? '';
+  try {
+    await client.chat.completions.create({ messages: [], n: 2 });
+  } catch (e) {
+    if (e instanceof KraflaError && e.kind === 'arg') {
+      const a = e as unknown as KraflaApiError;
+      out.textContent = `${a.status} ${a.error.param ?? ''} ${a.code ?? ''} ${a.type}`;
+    }
+  }
+  return cached + c.usage!.completion_tokens + (why === 'stop' ? 1 : 0) + (k.lastStats?.cachedTokens ?? 0);
 }
