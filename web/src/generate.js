@@ -47,7 +47,7 @@ export async function generate(host, id, o) {
   if (!ids.length) throw new KraflaError('krafla: generate: the prompt is empty (pass addBos: true or some text)', 'arg');
   // reusePrefix: keep the KV of the longest common prefix of the ids the session holds (the last
   // generation's prompt and tokens) and these, feeding only the rest (at least one, for logits).
-  const keep = o.reusePrefix ? heldPrefix(host, ids) : 0;
+  let keep = o.reusePrefix ? heldPrefix(host, ids) : 0;
   host.heldTokens = null; // unknown until this generation ends cleanly
   const sampled = [];
 
@@ -70,8 +70,16 @@ export async function generate(host, id, o) {
     host.i32(idp, ids.length).set(ids);
     host.heap().set(stops.bytes, stopp);
     t0 = performance.now();
-    if (m._krafla_gen_start(s, keep, idp + 4 * keep, ids.length - keep, maxTokens, temperature, topP, topK, seedLo >>> 0, seedHi >>> 0, 1,
-      stopp, stops.bytes.length, stops.count) < 0) throw host.fail('krafla: generate');
+    const start = () => m._krafla_gen_start(s, keep, idp + 4 * keep, ids.length - keep, maxTokens, temperature, topP, topK,
+      seedLo >>> 0, seedHi >>> 0, 1, stopp, stops.bytes.length, stops.count);
+    // A model with linear-attention layers cannot rewind its recurrent state: keeping fewer
+    // positions than it holds is refused, and the prompt is fed afresh (as ml_server does).
+    let rc = start();
+    if (rc < 0 && keep > 0) {
+      keep = 0;
+      rc = start();
+    }
+    if (rc < 0) throw host.fail('krafla: generate');
     for (;;) {
       if (host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) {
         const p = m._krafla_gen_cancel(s, io);

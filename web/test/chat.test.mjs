@@ -11,13 +11,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla, KraflaError } from '../src/index.js';
-import { models } from './hf-models.mjs';
+import { models, recurrentChatModel } from './hf-models.mjs';
 import { scalarBin, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
 const builds = process.env.KRAFLA_TEST_BUILDS ? all.filter((b) => process.env.KRAFLA_TEST_BUILDS.split(',').includes(b)) : all;
 const runnable = (b) => { try { chooseBuild([b], detectFeatures(), { force: b }); return true; } catch { return false; } };
 const { smol, tiny, eog } = models();
+const recurrent = recurrentChatModel();
 
 const SERVER = join(scalarBin, 'ml_server');
 const noServer = existsSync(SERVER) ? false : `${SERVER} is not built (cmake --build --preset scalar --target ml_server): the comparison with ml_server is SKIPPED`;
@@ -220,6 +221,19 @@ for (const build of builds.filter(runnable)) {
       await assert.rejects(k.completions.create({ prompt: [1, 49152] }), (e) => e.param === 'prompt' && /outside the vocabulary 0..49151/.test(e.message));
     });
 
+    test('the reused prefix is exactly what the engine holds: the prompt and every sampled token but the last (never fed)', async () => {
+      await k.load(smol);
+      const p = await k.tokenize('The weather today is', { addSpecial: true });
+      const a = await k.completions.create({ prompt: p, max_tokens: 3, temperature: 0 });
+      const g = await k.tokenize(a.choices[0].text);
+      assert.equal(g.length, 3, 'the 3 generated tokens round-trip through their text (the test needs them)');
+      const next = [...p, ...g, 5];
+      const b = await k.completions.create({ prompt: next, max_tokens: 3, temperature: 0 });
+      assert.equal(b.usage.prompt_tokens_details.cached_tokens, p.length + 2);
+      assert.equal(k.lastStats.promptTokens, 2);
+      assert.equal(b.choices[0].text, (await k.complete('', { tokens: next, maxTokens: 3, temperature: 0 })).text);
+    });
+
     test('bad fields are refused as ml_server refuses them (KraflaError with status, type, param, code)', async () => {
       await k.load(eog);
       for (const [body, param, code] of BAD) {
@@ -280,6 +294,38 @@ for (const build of builds.filter(runnable)) {
       const r = await k.chat.completions.create({ messages: HI, max_tokens: 7, temperature: 0 });
       assert.equal(r.usage.completion_tokens, 7);
       assert.equal(r.choices[0].finish_reason, 'length');
+    });
+
+    test('a model whose state cannot rewind (linear attention) reuses all it holds or nothing, as ml_server does', async (t) => {
+      const server = noServer ? null : await startServer(recurrent);
+      try {
+        const seq = async (k2) => {
+          await k2.load(recurrent);
+          const r1 = await k2.chat.completions.create({ messages: HI, temperature: 0, max_tokens: 20 });
+          const r2 = await k2.chat.completions.create({ messages: turn2(r1.choices[0].message.content), temperature: 0, max_tokens: 20 });
+          const r3 = await k2.chat.completions.create({ messages: [{ role: 'system', content: 'Other.' }, HI[1]], temperature: 0, max_tokens: 20 });
+          return [r1, r2, r3];
+        };
+        const ours = await seq(k);
+        const cached = ours.map((r) => r.usage.prompt_tokens_details.cached_tokens);
+        assert.equal(cached[0], 0);
+        assert.ok(cached[1] === 0 || cached[1] >= ours[0].usage.prompt_tokens, `turn 2: ${cached[1]}`);
+        assert.equal(cached[2], 0, 'a prompt that leaves the held tokens part way is fed afresh');
+        // Each reply is what a freshly loaded model gives for it.
+        for (const r of ours.slice(1)) {
+          await k.load(recurrent);
+          const body = r === ours[1] ? { messages: turn2(ours[0].choices[0].message.content) } : { messages: [{ role: 'system', content: 'Other.' }, HI[1]] };
+          const fresh = await k.chat.completions.create({ ...body, temperature: 0, max_tokens: 20 });
+          assert.equal(fresh.choices[0].message.content, r.choices[0].message.content);
+        }
+        if (!server) return t.diagnostic(noServer);
+        const b1 = await server.post('chat/completions', { messages: HI, temperature: 0, max_tokens: 20 });
+        const b2 = await server.post('chat/completions', { messages: turn2(b1.body.choices[0].message.content), temperature: 0, max_tokens: 20 });
+        const b3 = await server.post('chat/completions', { messages: [{ role: 'system', content: 'Other.' }, HI[1]], temperature: 0, max_tokens: 20 });
+        assert.deepEqual(ours.map((r) => [r.choices[0], r.usage]), [b1, b2, b3].map((b) => [b.body.choices[0], b.body.usage]));
+      } finally {
+        server?.stop();
+      }
     });
 
     describe('the same as ml_server', { skip: noServer }, () => {

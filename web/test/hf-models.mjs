@@ -72,3 +72,23 @@ export function models() {
   if (!existsSync(eog)) scaleClassifierRow(smol, eog, IM_END, 5);
   return { smol, tiny, eog };
 }
+
+/**
+ * rand-qwen35-chat.mlb: a random Qwen3.5-shaped model (linear-attention layers between full ones,
+ * so its session cannot rewind: ml_session_truncate keeps all or nothing) with smol-chat's
+ * tokenizer and template, the sizes of e2e/cli/test_run.py's small_config.
+ */
+export function recurrentChatModel() {
+  models(); // smol-chat/, the tokenizer folder
+  const out = join(dir, 'rand-qwen35-chat.mlb');
+  if (existsSync(out)) return out;
+  const c = JSON.parse(readFileSync(join(sharedDir, 'data', 'hf', 'qwen3.5-0.8b', 'config.reconstructed.json'), 'utf8'));
+  const t = c.text_config ?? c;
+  Object.assign(t, { hidden_size: 128, intermediate_size: 160, num_attention_heads: 4, num_key_value_heads: 2,
+    max_position_embeddings: 256, num_hidden_layers: 4, head_dim: 64, layer_types: ['linear_attention', 'full_attention', 'linear_attention', 'full_attention'],
+    full_attention_interval: 2, linear_num_key_heads: 2, linear_num_value_heads: 4, linear_key_head_dim: 16, linear_value_head_dim: 16 });
+  const config = join(dir, 'qwen35-small.json');
+  writeFileSync(config, JSON.stringify(c));
+  execFileSync(tool('ml_convert'), ['random', '--config', config, '--vocab', '49152', '--seed', '3', '--tokenizer', join(dir, 'smol-chat'), '-o', out]);
+  return out;
+}
