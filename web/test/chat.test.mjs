@@ -355,6 +355,10 @@ for (const build of builds.filter(runnable)) {
             const a = ours[i];
             const b = theirs[i];
             assert.equal(a.object, b.object);
+            // The same members in the same order (ml_server writes OpenAI's key order).
+            assert.deepEqual(Object.keys(a), Object.keys(b));
+            assert.deepEqual(Object.keys(a.choices[0]), Object.keys(b.choices[0]));
+            if (a.choices[0].message) assert.deepEqual(Object.keys(a.choices[0].message), Object.keys(b.choices[0].message));
             assert.deepEqual(a.usage, b.usage, `request ${i}`);
             assert.deepEqual({ ...a.choices[0] }, { ...b.choices[0] }, `request ${i}`);
           }
@@ -363,7 +367,7 @@ for (const build of builds.filter(runnable)) {
           for (const [path, api, body] of [['chat/completions', k.chat.completions, { messages: HI, temperature: 0, max_tokens: 30 }],
             ['completions', k.completions, { prompt: [1, 2, 3, 4, 5], temperature: 0, max_tokens: 12 }]]) {
             const full = { ...body, stream: true, stream_options: { include_usage: true } };
-            const strip = ({ choices, usage, object }) => ({ choices, usage, object });
+            const strip = (ch) => ({ keys: Object.keys(ch).join(), choices: ch.choices, usage: ch.usage, object: ch.object });
             const a = (await collect(await api.create(full))).map(strip);
             const b = (await server.stream(path, full)).map(strip);
             assert.ok(a.length > 3, JSON.stringify(a));
