@@ -68,6 +68,9 @@ async function promptIds(k, rq) {
 function linkSignal(controller, ...signals) {
   for (const s of signals) {
     if (!s) continue;
+    if (typeof s.addEventListener !== 'function' || typeof s.aborted !== 'boolean') {
+      throw new KraflaError(`krafla: signal must be an AbortSignal, not ${typeof s}`, 'arg');
+    }
     if (s.aborted) controller.abort(s.reason);
     else s.addEventListener('abort', () => controller.abort(s.reason), { once: true });
   }

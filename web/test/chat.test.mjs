@@ -276,6 +276,7 @@ for (const build of builds.filter(runnable)) {
       pre.abort();
       await assert.rejects(k.chat.completions.create({ messages: HI, signal: pre.signal }), (e) => e.kind === 'abort' && e.message === 'Request was aborted.');
       await assert.rejects(k.chat.completions.create({ messages: HI }, { signal: pre.signal }), (e) => e.kind === 'abort');
+      await assert.rejects(k.chat.completions.create({ messages: HI, signal: 'stop' }), /signal must be an AbortSignal, not string/);
       // Mid-stream: stop after the first text chunk of a reply that would run to 200 tokens.
       const ctl = new AbortController();
       const s = await k.chat.completions.create({ messages: HI, max_tokens: 200, stream: true }, { signal: ctl.signal });
