@@ -1,7 +1,7 @@
 // Compiled (not run) by types.test.mjs: the API as the README shows it must type-check against
 // src/index.d.ts, and misuse must not.
 import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type HfFolder,
-  type ModelInfo, type Progress, type ChatCompletion, type ChatCompletionChunk, type Completion, type KraflaApiError } from '../src/index.js';
+  type ModelInfo, type Progress, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionMessageParam, type Completion, type KraflaApiError } from '../src/index.js';
 
 declare const picker: HTMLInputElement; // <input type="file" webkitdirectory>
 
@@ -74,6 +74,12 @@ export async function openaiUsage(k: Krafla, out: { textContent: string }): Prom
     if (c.usage) out.textContent += String(c.usage.total_tokens);
   }
   stream.controller.abort();
+  // The README's conversation: the reply's message goes back into the history.
+  const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is a fjord?' }];
+  messages.push(r.choices[0].message, { role: 'user', content: 'And a glacier?' });
+  for await (const chunk of await client.chat.completions.create({ messages, stream: true }, { signal: ctl.signal })) {
+    if (chunk.usage) out.textContent += String(chunk.usage.prompt_tokens_details.cached_tokens);
+  }
   const c: Completion = await client.completions.create({ prompt: 'Once upon a time', max_tokens: 16, signal: ctl.signal });
   await client.completions.create({ prompt: [[1, 2, 3]], seed: 2n ** 63n });
   for await (const chunk of await client.completions.create({ prompt: [1, 2, 3], stream: true })) out.textContent += chunk.choices[0]?.text ?? '';
