@@ -44,6 +44,7 @@ struct krafla_session {
   char* stops = nullptr;        // the generation's stop strings, NUL-separated
   const char** stop_ptrs = nullptr;
   int bos = -1, eos = -1;
+  float min_p = 0, presence_penalty = 0, frequency_penalty = 0;  // krafla_gen_penalties
   char info[1024] = {0};
   char stats[512] = {0};
 };
@@ -300,12 +301,25 @@ EMSCRIPTEN_KEEPALIVE int krafla_gen_start(krafla_session* s, int keep, const int
   p.top_k = top_k;
   p.seed = ((uint64_t)seed_hi << 32) | seed_lo;
   p.stop_at_eos = stop_at_eos;
+  p.min_p = s->min_p;
+  p.presence_penalty = s->presence_penalty;
+  p.frequency_penalty = s->frequency_penalty;
   p.stop = s->stop_ptrs;
   p.n_stop = (size_t)n_stops;
   if (ml_gen_start(&s->gen, s->exec, s->session, ids, (size_t)n, &p, &g_err) != ML_OK) {
     end_generation(s);
     return -(int)g_err.status;
   }
+  return 0;
+}
+
+// min_p and the presence and frequency penalties of the generations krafla_gen_start starts from
+// now on (ml_gen_params'; all 0 = off, the default). ml_gen_start checks their ranges. Always 0.
+EMSCRIPTEN_KEEPALIVE int krafla_gen_penalties(krafla_session* s, float min_p, float presence_penalty,
+                                              float frequency_penalty) {
+  s->min_p = min_p;
+  s->presence_penalty = presence_penalty;
+  s->frequency_penalty = frequency_penalty;
   return 0;
 }
 

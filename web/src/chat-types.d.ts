@@ -25,11 +25,11 @@ export interface SamplingParams {
   top_p?: number | null;
   /** llama-server's extension: 0 (default) is off. */
   top_k?: number | null;
-  /** ml_server takes 0 .. <1; the in-browser engine refuses any value but 0 (not implemented yet). */
+  /** llama-server's extension: 0 .. <1, default 0 (off). */
   min_p?: number | null;
-  /** -2 .. 2; the in-browser engine refuses any value but 0 (not implemented yet). */
+  /** -2 .. 2, default 0 (OpenAI's definition). */
   presence_penalty?: number | null;
-  /** -2 .. 2; the in-browser engine refuses any value but 0 (not implemented yet). */
+  /** -2 .. 2, default 0 (OpenAI's definition). */
   frequency_penalty?: number | null;
   /** -2^63 .. 2^64-1 (a negative seed is its 64-bit two's complement); default: a random one. */
   seed?: number | bigint | null;

@@ -37,6 +37,12 @@ export async function generate(host, id, o) {
   if (!(temperature >= 0) || !Number.isFinite(temperature)) throw new KraflaError(`krafla: temperature ${temperature} must be a finite number >= 0`, 'arg');
   if (!(topP > 0 && topP <= 1)) throw new KraflaError(`krafla: topP ${topP} must be in (0, 1]`, 'arg');
   if (!Number.isInteger(topK) || topK < 0) throw new KraflaError(`krafla: topK ${topK} must be an integer >= 0`, 'arg');
+  const minP = o.minP ?? 0;
+  const presence = o.presencePenalty ?? 0;
+  const frequency = o.frequencyPenalty ?? 0;
+  if (!(minP >= 0 && minP < 1)) throw new KraflaError(`krafla: minP ${minP} must be in [0, 1)`, 'arg');
+  if (!(presence >= -2 && presence <= 2)) throw new KraflaError(`krafla: presencePenalty ${presence} must be in [-2, 2]`, 'arg');
+  if (!(frequency >= -2 && frequency <= 2)) throw new KraflaError(`krafla: frequencyPenalty ${frequency} must be in [-2, 2]`, 'arg');
   let seed = o.seed ?? Math.floor(Math.random() * 2 ** 53);
   seed = BigInt.asUintN(64, BigInt(seed));
   const seedLo = Number(seed & 0xffffffffn);
@@ -74,6 +80,7 @@ export async function generate(host, id, o) {
       seedLo >>> 0, seedHi >>> 0, 1, stopp, stops.bytes.length, stops.count);
     // A model with linear-attention layers cannot rewind its recurrent state: keeping fewer
     // positions than it holds is refused, and the prompt is fed afresh (as ml_server does).
+    m._krafla_gen_penalties(s, Math.min(Math.fround(minP), 1 - 2 ** -24), presence, frequency); // min_p < 1 as a float too
     let rc = start();
     if (rc < 0 && keep > 0) {
       keep = 0;

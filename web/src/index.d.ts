@@ -137,6 +137,12 @@ export interface GenerateOptions {
   topK?: number;
   /** In (0, 1]; 1 = off (default 0.9). */
   topP?: number;
+  /** In [0, 1): ids whose probability (after the temperature) is below minP times the top one's are dropped; 0 = off (default). */
+  minP?: number;
+  /** In [-2, 2]: subtracted once from the logit of every id this generation has sampled; 0 = off (default). */
+  presencePenalty?: number;
+  /** In [-2, 2]: subtracted from an id's logit once per time this generation has sampled it; 0 = off (default). */
+  frequencyPenalty?: number;
   /** The sampler's seed, up to 2^64 - 1 (default: random; reported in the stats). */
   seed?: number | bigint;
   /** Stop strings: generation ends before the first one (it is not returned). */

@@ -1,8 +1,8 @@
 // OpenAI request bodies to plain fields, with ml_server's rules: the same field names, defaults,
 // ranges, refusals and error wording (native/server/api_request.cpp and api_fields.cpp, listed in
 // docs/server.md "Requests" and "Errors"), so that a request refused by one is refused by the
-// other with the same message, param and code. What the in-browser engine cannot do yet (min_p,
-// the penalties, logprobs) is refused too, naming the field, rather than ignored.
+// other with the same message, param and code. What the in-browser engine cannot do yet
+// (logprobs) is refused too, naming the field, rather than ignored.
 import { KraflaError } from './errors.js';
 
 const MAX_INT32 = 2147483647;
@@ -121,9 +121,9 @@ const unsupportedParameter = (param, why) => refuse(param, 'unsupported_paramete
 const unsupportedValue = (param, v, why) => refuse(param, 'unsupported_value', `Unsupported value for '${param}': ${quoteValue(v)}. ${why}`);
 const invalidValue = (param, v, supported) => refuse(param, 'invalid_value', `Invalid value for '${param}': ${quoteValue(v)}. Supported values are: ${supported}.`);
 
-// What ml_server takes and the wasm engine does not (krafla_gen_start has no min_p, penalties or
-// logprobs): refused at any value but the default, as a sampling option that is silently ignored
-// gives a reply the caller did not ask for.
+// What ml_server takes and the package does not (logprobs: the worker sends no distributions):
+// refused at any value but the default, as an option that is silently ignored gives a reply the
+// caller did not ask for.
 const notInBrowser = (param, v) => refuse(param, 'unsupported_value',
   `Unsupported value for '${param}': ${quoteValue(v)}. The in-browser engine does not implement '${param}' yet (ml_server does).`);
 
@@ -177,9 +177,9 @@ function readCommon(f, rq) {
   const topP = f.number('top_p', 0, false, 1, false);
   if (topP !== null) rq.topP = Math.max(topP, FLT_MIN);
   rq.topK = f.integer('top_k', 0, MAX_INT32) ?? 0;
-  const minP = f.number('min_p', 0, false, 1, true);
-  const presence = f.number('presence_penalty', -2, false, 2, false);
-  const frequency = f.number('frequency_penalty', -2, false, 2, false);
+  rq.minP = f.number('min_p', 0, false, 1, true) ?? 0;
+  rq.presencePenalty = f.number('presence_penalty', -2, false, 2, false) ?? 0;
+  rq.frequencyPenalty = f.number('frequency_penalty', -2, false, 2, false) ?? 0;
   rq.seed = readSeed(f);
   rq.stop = readStop(f);
   rq.stream = f.boolean('stream') ?? false;
@@ -202,8 +202,7 @@ function readCommon(f, rq) {
     if (f.get(key) !== null) unsupportedParameter(f.path(key), 'This server does not constrain its output.');
   }
   // Valid for ml_server, but not for this engine: checked after everything ml_server checks.
-  rq.notInBrowser = [['min_p', minP, 0], ['presence_penalty', presence, 0], ['frequency_penalty', frequency, 0]]
-    .filter(([, v, def]) => v !== null && v !== def);
+  rq.notInBrowser = [];
 }
 
 // One message's content: a string, or an array of text parts joined by "\n"; null or absent only

@@ -219,6 +219,16 @@ for (const build of builds.filter(runnable)) {
       assert.equal(s.at(-1).choices[0].finish_reason, 'length');
       assert.equal(s.map((ch) => ch.choices[0].text).join(''), own.text);
       await assert.rejects(k.completions.create({ prompt: [1, 49152] }), (e) => e.param === 'prompt' && /outside the vocabulary 0..49151/.test(e.message));
+      await assert.rejects(k.completions.create({ prompt: ids, min_p: 1 }), (e) => e.param === 'min_p' && e.code === 'decimal_above_max_value');
+      // The penalties reach the sampler: a greedy reply that repeats itself ("JaneJaneJane") changes with them.
+      await k.load(recurrent);
+      const plain = (await k.chat.completions.create({ messages: HI, temperature: 0, max_tokens: 50 })).choices[0].message.content;
+      assert.match(plain, /(Jane){3}/);
+      for (const pen of [{ presence_penalty: 2 }, { frequency_penalty: 2 }]) {
+        const r2 = await k.chat.completions.create({ messages: HI, temperature: 0, max_tokens: 50, ...pen });
+        assert.notEqual(r2.choices[0].message.content, plain, JSON.stringify(pen));
+        assert.doesNotMatch(r2.choices[0].message.content, /(Jane){3}/);
+      }
     });
 
     test('the reused prefix is exactly what the engine holds: the prompt and every sampled token but the last (never fed)', async () => {
@@ -251,7 +261,7 @@ for (const build of builds.filter(runnable)) {
         await assert.rejects(k.completions.create(body), (e) => e.param === param && e.code === code, JSON.stringify(body));
       }
       // What ml_server takes and this engine does not yet: refused, naming the field.
-      for (const [field, value] of [['min_p', 0.1], ['presence_penalty', 1], ['frequency_penalty', -1], ['logprobs', true]]) {
+      for (const [field, value] of [['logprobs', true]]) {
         await assert.rejects(k.chat.completions.create({ messages: HI, [field]: value }),
           (e) => e.param === field && e.code === 'unsupported_value' && /in-browser engine/.test(e.message));
       }
@@ -324,6 +334,13 @@ for (const build of builds.filter(runnable)) {
         const b2 = await server.post('chat/completions', { messages: turn2(b1.body.choices[0].message.content), temperature: 0, max_tokens: 20 });
         const b3 = await server.post('chat/completions', { messages: [{ role: 'system', content: 'Other.' }, HI[1]], temperature: 0, max_tokens: 20 });
         assert.deepEqual(ours.map((r) => [r.choices[0], r.usage]), [b1, b2, b3].map((b) => [b.body.choices[0], b.body.usage]));
+        // min_p and the penalties on a reply that repeats itself: the same text as ml_server's.
+        for (const extra of [{ presence_penalty: 2 }, { frequency_penalty: 1.5 }, { min_p: 0.3, temperature: 0.8, seed: 5 }]) {
+          const body = { messages: HI, temperature: 0, max_tokens: 50, ...extra };
+          const a = await k.chat.completions.create(body);
+          const b = await server.post('chat/completions', body);
+          assert.deepEqual(a.choices[0], b.body.choices[0], JSON.stringify(extra));
+        }
       } finally {
         server?.stop();
       }
@@ -352,6 +369,10 @@ for (const build of builds.filter(runnable)) {
           await run('chat/completions', { messages: [{ role: 'developer', content: [{ type: 'text', text: 'Be' }, { type: 'text', text: 'brief.' }] }, { role: 'user', content: 'Hi' }], temperature: 0, max_tokens: 20, stop: ['the'] });
           await run('completions', { prompt: 'Once upon a time', temperature: 0 });
           await run('completions', { prompt: [1, 2, 3, 4, 5], temperature: 0, max_tokens: 8 });
+          // min_p and the penalties reach the sampler as ml_server's do (the greedy text changes with them).
+          await run('completions', { prompt: [1, 2, 3, 4, 5], temperature: 0, max_tokens: 24, presence_penalty: 2 });
+          await run('completions', { prompt: [1, 2, 3, 4, 5], temperature: 0, max_tokens: 24, frequency_penalty: 1.5 });
+          await run('completions', { prompt: [1, 2, 3, 4, 5], temperature: 0.9, seed: 7, max_tokens: 24, min_p: 0.2 });
           for (let i = 0; i < ours.length; ++i) {
             const a = ours[i];
             const b = theirs[i];
