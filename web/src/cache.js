@@ -134,8 +134,8 @@ export async function cacheDelete(cacheName, url) {
   const c = await openCache(cacheName);
   if (!c) return 0;
   url = abs(url);
-  let n = 0;
-  for (const key of await keys(c)) if (covers(url, key) && (await removeKey(c, cacheName, key))) ++n;
+  let n = (await removeKey(c, cacheName, url)) ? 1 : 0;
+  for (const key of await keys(c)) if (key !== url && covers(url, key) && (await removeKey(c, cacheName, key))) ++n;
   return n;
 }
 
