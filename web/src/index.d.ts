@@ -111,7 +111,7 @@ export interface ModelInfo {
   tokenizerKind: 'hf' | 'llama2c' | 'none';
   nThreads: number; batch: number; packG: number; stateBytes: number;
   packedBytes: number; modelBytes: number; isa: string;
-  /** The bytes came from Cache Storage. */
+  /** The bytes came from the model cache (Cache Storage or OPFS: Krafla.cache). */
   fromCache: boolean;
   build: BuildName;
 }
