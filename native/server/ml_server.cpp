@@ -137,7 +137,6 @@ int ml_main(int argc, char** argv) {
 
   httplib::Server svr;
   const size_t workers = std::min<size_t>(512, (size_t)o.parallel + (size_t)o.queue + 4);
-  svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   svr.set_payload_max_length(o.http.max_body);
   svr.set_read_timeout(o.http.timeout, 0);
   svr.set_write_timeout(o.http.timeout, 0);

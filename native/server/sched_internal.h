@@ -86,6 +86,9 @@ struct engine_state {
 
   // Scratch of one step (engine thread).
   std::vector<ml_batch_token> batch_tokens;
+  std::vector<slot*> step_slots;  // the slots sampled this step, their generations and results
+  std::vector<ml_gen*> step_gens;
+  std::vector<ml_gen_step> step_results;
   std::vector<double> probs;
   std::vector<int32_t> order;
 };

@@ -1,7 +1,8 @@
 // One step of the engine thread (scheduler.h): a single ml_eval_batch with the pending token of
-// every decoding slot and a chunk of the oldest prompt still being prefilled, then one
-// ml_gen_next per decoding slot. Each session's logits are byte-identical to running it alone, so
-// every reply equals the same request served alone, whatever shares its steps.
+// every decoding slot and a chunk of the oldest prompt still being prefilled, then every decoding
+// slot's ml_gen_next at once, on the executor's threads (ml_gen_next_batch). Each session's
+// logits are byte-identical to running it alone, so every reply equals the same request served
+// alone, whatever shares its steps.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -56,26 +57,23 @@ bool start_gen(engine_state& st, slot& s) {
   return true;
 }
 
-// One ml_gen_next on a slot whose pending token was fed this step (or that just started): samples,
-// sends the released text and the token, and ends the job when generation is done.
-void next_token(engine_state& st, slot& s) {
-  const char* text;
-  size_t len;
-  int32_t id;
-  int done = 0;
-  ml_error err;
-  if (ml_gen_next(s.gen, &text, &len, &id, &done, &err) != ML_OK) {
-    fail_slot(st, s, err.msg);
+// Hands a slot the result of its ml_gen_next (ml_gen_next_batch, after the slot's pending token
+// was fed this step, or just after it started): sends the released text and the token, and ends
+// the job when generation is done.
+void deliver(engine_state& st, slot& s, const ml_gen_step& r) {
+  if (r.status != ML_OK) {
+    fail_slot(st, s, r.err.msg);
     return;
   }
   job_event ev;
-  ev.text.assign(text, len);
+  ev.text.assign(r.text, r.len);
+  const int32_t id = r.id;
   if (id >= 0) {
     {
       std::lock_guard<std::mutex> lk(st.mu);  // counted before any event tells of the token
       ++st.m.generated_tokens;
     }
-    const int reason = done ? ml_gen_get_stats(s.gen).stop_reason : -1;
+    const int reason = r.done ? ml_gen_get_stats(s.gen).stop_reason : -1;
     if (reason != ML_STOP_EOS) {  // the token that ends the turn is not part of the reply
       job_token t;
       t.id = id;
@@ -94,7 +92,22 @@ void next_token(engine_state& st, slot& s) {
     s.prev = id;
   }
   if (!ev.text.empty() || !ev.tokens.empty()) s.job->push(std::move(ev));
-  if (done) finish_slot(st, s, ml_gen_get_stats(s.gen).stop_reason);
+  if (r.done) finish_slot(st, s, ml_gen_get_stats(s.gen).stop_reason);
+}
+
+// Samples every slot fed this step at once, on the executor's threads (ml_gen_next_batch), then
+// delivers each result in slot order.
+void next_tokens(engine_state& st) {
+  st.step_slots.clear();
+  st.step_gens.clear();
+  for (slot& s : st.slots)
+    if (s.job && s.fed_this_step) {
+      st.step_slots.push_back(&s);
+      st.step_gens.push_back(s.gen);
+    }
+  st.step_results.resize(st.step_gens.size());
+  ml_gen_next_batch(st.exec, st.step_gens.data(), st.step_results.data(), st.step_gens.size());
+  for (size_t i = 0; i < st.step_slots.size(); ++i) deliver(st, *st.step_slots[i], st.step_results[i]);
 }
 
 }  // namespace
@@ -195,8 +208,7 @@ bool run_step(engine_state& st) {
     prefill->fed += chunk;
     if (completes && start_gen(st, *prefill)) prefill->fed_this_step = true;
   }
-  for (slot& s : st.slots)
-    if (s.job && s.fed_this_step) next_token(st, s);
+  next_tokens(st);
   const double t2 = now_seconds();
   // The forward step's time splits between prefill and decode by their share of its tokens.
   const double n = (double)st.batch_tokens.size();

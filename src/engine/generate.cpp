@@ -11,6 +11,8 @@
 
 #include "engine/stop_filter.h"
 #include "krafla.h"
+#include "core/threads.h"
+#include "model/exec.h"
 #include "model/session.h"
 
 struct ml_gen {
@@ -182,7 +184,13 @@ ml_status ml_gen_start(ml_gen** out, ml_exec* e, ml_session* s, const int32_t* p
   return ML_OK;
 }
 
-ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err) {
+}  // extern "C"
+
+namespace {
+
+// ml_gen_next; may_feed false (ml_gen_next_batch, on a pool thread): a token still to feed is an
+// error instead of a forward pass, which would run the executor from inside its own pool.
+ml_status gen_next(ml_gen* g, bool may_feed, const char** text, size_t* len, int32_t* id, int* done, ml_error* err) {
   *text = g->out;
   *len = 0;
   *id = -1;
@@ -199,6 +207,9 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
       *done = 1;
       return ML_OK;
     }
+    if (!may_feed)
+      return ml_fail(err, ML_E_ARG, "generation: token %d is not fed yet (take it with ml_gen_take_pending and feed it)",
+                     (int)g->pending);
     const int32_t t = g->pending;
     g->pending = -1;
     ML_TRY(ml_session_feed(g->exec, g->session, &t, 1, err));
@@ -227,6 +238,39 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
   }
   g->pending = next;
   return ML_OK;
+}
+
+struct next_batch_task {
+  ml_gen* const* gens;
+  ml_gen_step* steps;
+  size_t n;
+};
+
+// Generation i runs on thread i % n_threads: a fixed split, and each generation's result depends
+// only on its own session, so the results are the same for any thread count.
+void next_batch_worker(void* ctx, int thread, int n_threads) {
+  const next_batch_task* t = static_cast<const next_batch_task*>(ctx);
+  for (size_t i = (size_t)thread; i < t->n; i += (size_t)n_threads) {
+    ml_gen_step* o = &t->steps[i];
+    o->status = gen_next(t->gens[i], false, &o->text, &o->len, &o->id, &o->done, &o->err);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, int* done, ml_error* err) {
+  return gen_next(g, true, text, len, id, done, err);
+}
+
+void ml_gen_next_batch(ml_exec* e, ml_gen* const* gens, ml_gen_step* steps, size_t n) {
+  for (size_t i = 0; i < n; ++i) steps[i] = ml_gen_step{};
+  next_batch_task t{gens, steps, n};
+  if (n > 1 && e->pool)
+    ml_pool_run(e->pool, next_batch_worker, &t);
+  else
+    next_batch_worker(&t, 0, 1);
 }
 
 int32_t ml_gen_take_pending(ml_gen* g) {

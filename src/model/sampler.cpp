@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "core/checked.h"
 
@@ -40,7 +42,11 @@ double ml_exp_portable(double x) {
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2Hi = 6.93147180369123816490e-01;
   constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  const double k = std::floor(x * kLog2e + 0.5);
+  // floor(y) for y in [-1075, 0.5] without a libm call (the loop over the vocabulary runs this
+  // per logit): truncation, one lower for a negative non-integer.
+  const double y = x * kLog2e + 0.5;
+  double k = (double)(int64_t)y;
+  if (k > y) k -= 1.0;
   const double r = (x - k * kLn2Hi) - k * kLn2Lo;
   // Taylor to r^13: the first omitted term is below 0.35^14 / 14! < 5e-18.
   double p = 1.0 / 6227020800.0;  // 1/13!
@@ -58,7 +64,13 @@ double ml_exp_portable(double x) {
                                           1.0 / 39916800,
                                           1.0 / 479001600};
   for (int i = 12; i >= 0; i--) p = p * r + kInvFact[i];
-  return std::ldexp(p, (int)k);  // exact scaling (correctly rounded when subnormal)
+  // Scaling by 2^k: one multiplication by 2^k built from its bits is exact while the result is
+  // normal (p >= 0.7, k >= -1021), the same value as ldexp; below, ldexp rounds the subnormal.
+  if (k < -1021.0) return std::ldexp(p, (int)k);
+  const uint64_t bits = (uint64_t)((int64_t)k + 1023) << 52;
+  double two_k;
+  std::memcpy(&two_k, &bits, sizeof two_k);
+  return p * two_k;
 }
 
 int32_t ml_argmax(const float* x, int32_t n) {

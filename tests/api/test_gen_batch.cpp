@@ -79,7 +79,10 @@ outcome run_alone(const ml_model* m, const spec& sp) {
 
 // Every spec on its own session, stepped together on one executor; the order of the sessions in
 // each step's batch rotates.
-std::vector<outcome> run_together(const ml_model* m, const std::vector<spec>& specs, int threads, int exec_batch) {
+// batch_next: sample with one ml_gen_next_batch per step (on the executor's threads) instead of
+// one ml_gen_next per generation.
+std::vector<outcome> run_together(const ml_model* m, const std::vector<spec>& specs, int threads, int exec_batch,
+                                  bool batch_next) {
   const size_t n = specs.size();
   api::exec ex(m, threads, exec_batch);
   std::vector<std::unique_ptr<api::session>> sessions;
@@ -111,14 +114,23 @@ std::vector<outcome> run_together(const ml_model* m, const std::vector<spec>& sp
       INFO(err.msg);
       REQUIRE(st == ML_OK);
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (finished[i]) continue;
-      const char* text;
-      size_t len;
-      int32_t id;
-      int done = 0;
-      REQUIRE(ml_gen_next(gens[i], &text, &len, &id, &done, &err) == ML_OK);
-      record(&out[i], text, len, id, done);
+    std::vector<size_t> live;
+    for (size_t i = 0; i < n; ++i)
+      if (!finished[i]) live.push_back(i);
+    std::vector<ml_gen_step> steps(live.size());
+    if (batch_next) {
+      std::vector<ml_gen*> step_gens;
+      for (size_t i : live) step_gens.push_back(gens[i]);
+      ml_gen_next_batch(ex.e, step_gens.data(), steps.data(), steps.size());
+    }
+    for (size_t j = 0; j < live.size(); ++j) {
+      const size_t i = live[j];
+      ml_gen_step& r = steps[j];
+      if (!batch_next) r.status = ml_gen_next(gens[i], &r.text, &r.len, &r.id, &r.done, &r.err);
+      INFO(r.err.msg);
+      REQUIRE(r.status == ML_OK);
+      const int done = r.done;
+      record(&out[i], r.text, r.len, r.id, done);
       if (done) {
         finished[i] = true;
         --active;
@@ -174,10 +186,12 @@ TEST_CASE("gen batch: generations stepped together in one ml_eval_batch equal ea
 
   struct shape {
     int threads, batch;
+    bool batch_next;
   };
-  for (const shape sh : {shape{1, 128}, shape{2, 3}}) {
-    INFO("threads " << sh.threads << ", batch " << sh.batch);
-    const std::vector<outcome> together = run_together(m.m, specs, sh.threads, sh.batch);
+  for (const shape sh : {shape{1, 128, false}, shape{2, 3, false}, shape{1, 128, true}, shape{2, 3, true},
+                         shape{3, 128, true}}) {
+    INFO("threads " << sh.threads << ", batch " << sh.batch << ", ml_gen_next_batch " << sh.batch_next);
+    const std::vector<outcome> together = run_together(m.m, specs, sh.threads, sh.batch, sh.batch_next);
     for (size_t i = 0; i < specs.size(); ++i) {
       INFO("generation " << i);
       CHECK(together[i].text == alone[i].text);
@@ -253,4 +267,36 @@ TEST_CASE("gen batch: a prompt prefilled in chunks through ml_eval_batch, then m
   api::session fresh(m.m);
   CHECK(ml_gen_start(&g, ex.e, fresh.s, nullptr, 0, &p, &err) == ML_E_ARG);
   CHECK(g == nullptr);
+}
+
+TEST_CASE("gen batch: ml_gen_next_batch refuses a generation whose token is not fed", "[api][generate]") {
+  api::model m(api::stories_model());
+  api::exec ex(m.m, 2, 128);
+  api::session a(m.m, ML_KV_F32, 64), b(m.m, ML_KV_F32, 64);
+  const std::vector<int32_t> prompt = api::encode(ml_model_tokenizer(m.m), "Once upon a time", 1);
+  ml_gen_params p{};
+  p.max_tokens = 10;
+  p.top_p = 1.0f;
+  ml_gen *ga = nullptr, *gb = nullptr;
+  ml_error err;
+  REQUIRE(ml_gen_start(&ga, ex.e, a.s, prompt.data(), prompt.size(), &p, &err) == ML_OK);
+  REQUIRE(ml_gen_start(&gb, ex.e, b.s, prompt.data(), prompt.size(), &p, &err) == ML_OK);
+  ml_gen* gens[2] = {ga, gb};
+  ml_gen_step steps[2];
+  ml_gen_next_batch(ex.e, gens, steps, 2);  // both sample from their prompts' logits
+  REQUIRE(steps[0].status == ML_OK);
+  REQUIRE(steps[1].status == ML_OK);
+  CHECK(steps[0].id == steps[1].id);
+  // a's token is taken and fed; b's is not: b is refused, a samples.
+  const int32_t t = ml_gen_take_pending(ga);
+  REQUIRE(t == steps[0].id);
+  ml_batch_token fed{a.s, t, 1};
+  REQUIRE(ml_eval_batch(ex.e, &fed, 1, nullptr, nullptr, &err) == ML_OK);
+  ml_gen_next_batch(ex.e, gens, steps, 2);
+  CHECK(steps[0].status == ML_OK);
+  CHECK(steps[0].id >= 0);
+  CHECK(steps[1].status == ML_E_ARG);
+  CHECK(std::string(steps[1].err.msg).find("not fed") != std::string::npos);
+  ml_gen_free(ga);
+  ml_gen_free(gb);
 }

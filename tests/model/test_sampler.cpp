@@ -135,6 +135,29 @@ TEST_CASE("sampler: portable exp matches std::exp", "[sampler]") {
   CHECK(ml_exp_portable(-INFINITY) == 0.0);
 }
 
+// Sampling must give the same ids on every target and in every version: these are the bits the
+// first implementation (std::floor and std::ldexp) gave, across the normal/subnormal boundary.
+TEST_CASE("sampler: portable exp keeps its known bits", "[sampler]") {
+  const double known[][2] = {
+      {-0x1p-1, 0x1.368b2fc6f960ap-1},
+      {-0x1.0624dd2f1a9fcp-10, 0x1.ff7cfe56f1a9ep-1},
+      {-0x1p+0, 0x1.78b56362cef38p-2},
+      {-0x1.92p+5, 0x1.6b30390494d8ep-73},
+      {-0x1.5e0cccccccccdp+9, 0x1.f52f93df4dfcfp-1011},
+      {-0x1.6226666666666p+9, 0x1.19e98b83de7a3p-1022},
+      {-0x1.6232b020c49bap+9, 0x1.001b6f469cc89p-1022},
+      {-0x1.624p+9, 0x0.e6cf6d08897acp-1022},
+      {-0x1.628p+9, 0x0.8bfe55de02338p-1022},
+      {-0x1.72p+9, 0x0.0000000000055p-1022},
+      {-0x1.748p+9, 0x0.0000000000001p-1022},
+      {-0x1.62e42fefa39efp-2, 0x1.6a09e667f3bccp-1},
+  };
+  for (const auto& k : known) {
+    INFO("x = " << k[0]);
+    CHECK(ml_exp_portable(k[0]) == k[1]);
+  }
+}
+
 TEST_CASE("sampler: greedy takes the argmax, ties to the lowest id", "[sampler]") {
   Sampler g(6, 0.0f, 1.0f, 0, 1);
   CHECK(g({1, 3, 3, 2, -5, 3}) == 1);

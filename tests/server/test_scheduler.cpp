@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -143,7 +144,7 @@ reply solo(const ml_model* m, const server::job_params& p) {
   std::vector<const char*> stops;
   for (const auto& x : p.stop) stops.push_back(x.c_str());
   ml_gen_params gp{};
-  gp.max_tokens = p.max_tokens < 0 ? 1 << 30 : p.max_tokens;
+  gp.max_tokens = p.max_tokens < 0 ? INT_MAX : p.max_tokens;  // as sched_step.cpp's start_gen
   gp.temperature = p.temperature;
   gp.top_p = p.top_p;
   gp.top_k = p.top_k;

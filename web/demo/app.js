@@ -157,7 +157,7 @@ $('folder').onchange = (e) => loadFiles(e.target.files);
 $('generate').onclick = generate;
 $('stop').onclick = () => controller?.abort();
 $('clear-cache').onclick = async () => {
-  await caches.delete(CACHE).catch(() => {});
+  await Krafla.cache.clear(CACHE).catch(() => {}); // Cache Storage and the OPFS files of large models
   setStatus('The model cache is empty.');
 };
 const drop = $('drop');

@@ -1,6 +1,7 @@
 // Types of k.chat.completions and k.completions (src/chat.js): the openai client's request and
 // response shapes, with ml_server's fields (docs/server.md "Requests"), so that code written
 // against `new OpenAI({baseURL: ml_server})` type-checks against a Krafla instance unchanged.
+import type { KraflaErrorKind } from './index.js';
 
 /** A message as ml_server takes it: content a string or text parts (joined with "\n"). */
 export interface ChatCompletionMessageParam {
@@ -143,7 +144,7 @@ export interface Stream<T> extends AsyncIterable<T> {
  * answers, and OpenAI's error body (also spread on the error, as the openai client's APIError).
  */
 export interface KraflaApiError extends Error {
-  kind: string;
+  kind: KraflaErrorKind;
   status: number;
   type: string;
   param: string | null;

@@ -1,10 +1,14 @@
 // The main-thread API: spawns the engine in a Web Worker (browsers), a worker_thread (node) or
 // in-process, and turns its messages into promises and async iterators. See index.d.ts.
+import { modelCache } from './cache.js';
 import { KraflaError } from './errors.js';
 import { isHfSource, normalizeHf } from './hf.js';
 import { ChatCompletions, Completions } from './chat.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node && typeof window === 'undefined';
+
+/** Token events the worker may send ahead of what the consumer has taken (generate's flow control). */
+export const FLOW_WINDOW = 8;
 
 function canShare() {
   return typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated === true);
@@ -32,6 +36,9 @@ async function spawn(mode, onMessage) {
 }
 
 export class Krafla {
+  /** The model cache (cache.js): list, has, delete, clear, size. */
+  static cache = modelCache;
+
   /** Use Krafla.create(). */
   constructor() {
     this.nextId = 1;
@@ -98,7 +105,10 @@ export class Krafla {
     try {
       // A relative folder URL is the page's (the worker would resolve it against its script).
       if (isHfSource(source)) source = normalizeHf(source, isNode ? undefined : globalThis.location?.href);
-      this.model = await this.call('load', { source: clone(source), tokenizer: clone(tokenizer), ctx, cache, maxMemoryBytes },
+      // So is a relative model or tokenizer URL (and so its cache key).
+      const page = (s) => (typeof s === 'string' && !isNode && globalThis.location ? new URL(s, globalThis.location.href).href : s);
+      source = page(source);
+      this.model = await this.call('load', { source: clone(source), tokenizer: page(clone(tokenizer)), ctx, cache, maxMemoryBytes },
         (e) => e.type === 'progress' && onProgress?.({ ...e, fraction: e.total ? Math.min(1, e.loaded / e.total) : null }));
     } catch (e) {
       // A load that fails before the engine opens the new model keeps the one loaded before.
@@ -132,49 +142,65 @@ export class Krafla {
 
   /**
    * Generates text: an async iterator of text pieces (whole UTF-8 characters). Its return value
-   * (and this.lastStats) holds the statistics.
+   * (and this.lastStats) holds the statistics. Flow control: the engine runs at most FLOW_WINDOW
+   * token events ahead of what the consumer has taken. Abort (the signal, or leaving the loop):
+   * nothing is yielded (nor passed to onToken) after it, the engine stops within one token, and
+   * the iteration ends with stopReason 'abort' (an already-aborted signal: at once, with no text).
    */
   async *generate(prompt, options = {}) {
     const { signal, onStats, onToken, ...rest } = options;
-    if (signal?.aborted) throw signal.reason ?? new DOMException('aborted', 'AbortError');
     const queue = [];
     let wake = null;
     let finished = false;
+    let stopped = false; // aborted: drop whatever arrives from now on
     let failure = null;
     let stats = null;
+    let unacked = 0; // events taken by the consumer and not yet credited back to the worker
     const notify = () => { const w = wake; wake = null; w?.(); };
     const id = this.nextId;
+    this.lastStats = null;
+    const credit = (n) => {
+      unacked += n;
+      if (unacked >= FLOW_WINDOW / 2 && !finished && !stopped) { this.channel?.post({ type: 'credit', id, n: unacked }); unacked = 0; }
+    };
     // Where memory can be shared (node, cross-origin isolated pages) the abort is a flag the
     // worker reads before every token, so it lands within one token even when tokens are faster
     // than a message; elsewhere the 'abort' message is read between tokens.
     const flag = canShare() ? new Int32Array(new SharedArrayBuffer(4)) : null;
-    const done = this.call('generate', { prompt, ...rest, abortFlag: flag }, (e) => {
-      if (e.type !== 'text') return;
+    const abort = () => {
+      if (stopped) return;
+      stopped = true;
+      queue.length = 0;
+      if (flag) Atomics.store(flag, 0, 1);
+      this.channel?.post({ type: 'abort', id });
+      notify();
+    };
+    if (signal?.aborted && flag) Atomics.store(flag, 0, 1);
+    const done = this.call('generate', { prompt, ...rest, abortFlag: flag, window: FLOW_WINDOW }, (e) => {
+      if (e.type !== 'text' || stopped) return;
       onToken?.({ n: e.n, text: e.text });
-      if (e.text) { queue.push(e.text); notify(); }
+      if (stopped) return; // onToken aborted
+      if (e.text) { queue.push(e.text); notify(); } else credit(1);
     })
       .then((s) => { stats = s; }, (e) => { failure = e; })
       .finally(() => { finished = true; notify(); });
-    const abort = () => {
-      if (flag) Atomics.store(flag, 0, 1);
-      this.channel?.post({ type: 'abort', id });
-    };
-    signal?.addEventListener('abort', abort, { once: true });
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
     try {
       for (;;) {
-        if (queue.length) { yield queue.shift(); continue; }
-        if (finished) break;
+        if (queue.length) { const piece = queue.shift(); credit(1); yield piece; continue; }
+        if (finished || stopped) break;
         await new Promise((r) => { wake = r; });
       }
-      await done;
-      if (failure) throw failure;
-      this.lastStats = stats;
-      onStats?.(stats);
-      return stats;
     } finally {
       signal?.removeEventListener('abort', abort);
-      if (!finished) abort(); // the consumer stopped iterating early
+      if (!finished) abort(); // the consumer stopped iterating early (or aborted): the engine stops within a token
+      await done;
+      if (!failure) this.lastStats = stats;
     }
+    if (failure) throw failure;
+    onStats?.(stats);
+    return stats;
   }
 
   /** Generates and returns the whole text and the statistics. */

@@ -33,7 +33,8 @@ export function detectFeatures() {
     sharedMemory = false;
   }
   const isolated = node ? true : globalThis.crossOriginIsolated === true;
-  const cores = node ? (globalThis.navigator?.hardwareConcurrency ?? 1) : (globalThis.navigator?.hardwareConcurrency ?? 1);
+  // Node 20 has no navigator: 0 (unknown) there, and the worker asks os.availableParallelism().
+  const cores = globalThis.navigator?.hardwareConcurrency ?? (node ? 0 : 1);
   return {
     wasm: typeof WebAssembly === 'object',
     simd128: validate(SIMD128),

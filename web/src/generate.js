@@ -68,7 +68,12 @@ export async function generate(host, id, o) {
   // its character, text held back as the possible start of a stop string), and one for text
   // released without a token (held text at the end).
   let n = 0;
-  const emit = (text) => host.post({ type: 'event', id, event: { type: 'text', text, n } });
+  // Flow control: each event spends one credit; with none left the loop waits for the client's
+  // 'credit' (or 'abort') message. Without a window (the Host driven directly) it never waits.
+  const flow = { credit: o.window > 0 ? o.window : Infinity, wake: null };
+  host.flow.set(id, flow);
+  const emit = (text) => { --flow.credit; host.post({ type: 'event', id, event: { type: 'text', text, n } }); };
+  const aborted = () => host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0));
   let wasmMs = 0;
   let t0 = 0;
   let st;
@@ -76,11 +81,16 @@ export async function generate(host, id, o) {
     host.i32(idp, ids.length).set(ids);
     host.heap().set(stops.bytes, stopp);
     t0 = performance.now();
+    // An already-aborted signal: nothing is evaluated (gen_start would feed the prompt).
+    if (aborted()) {
+      keep = 0;
+      return stats({ n_prompt: 0, n_generated: 0, prompt_seconds: 0, stop_reason: 'abort' });
+    }
     const start = () => m._krafla_gen_start(s, keep, idp + 4 * keep, ids.length - keep, maxTokens, temperature, topP, topK,
       seedLo >>> 0, seedHi >>> 0, 1, stopp, stops.bytes.length, stops.count);
+    m._krafla_gen_penalties(s, Math.min(Math.fround(minP), 1 - 2 ** -24), presence, frequency); // min_p < 1 as a float too
     // A model with linear-attention layers cannot rewind its recurrent state: keeping fewer
     // positions than it holds is refused, and the prompt is fed afresh (as ml_server does).
-    m._krafla_gen_penalties(s, Math.min(Math.fround(minP), 1 - 2 ** -24), presence, frequency); // min_p < 1 as a float too
     let rc = start();
     if (rc < 0 && keep > 0) {
       keep = 0;
@@ -88,7 +98,9 @@ export async function generate(host, id, o) {
     }
     if (rc < 0) throw host.fail('krafla: generate');
     for (;;) {
-      if (host.aborted.has(id) || (o.abortFlag && Atomics.load(o.abortFlag, 0))) {
+      while (flow.credit <= 0 && !aborted()) await new Promise((r) => { flow.wake = r; });
+      flow.wake = null;
+      if (aborted()) {
         const p = m._krafla_gen_cancel(s, io);
         const text = textAt(p);
         if (text) emit(text);
@@ -109,26 +121,31 @@ export async function generate(host, id, o) {
     // Every sampled token but the last has been fed (ml_gen_next feeds a token before sampling the next).
     host.heldTokens = ids.concat(sampled.slice(0, -1));
   } finally {
+    host.flow.delete(id);
     m._free(io);
     m._free(stopp);
     m._free(idp);
   }
-  const t2 = performance.now();
+  return stats(st);
+
   // decodeSeconds is the time spent in krafla_gen_next (the engine's gen_seconds also counts the
   // turns of the event loop between tokens).
-  return {
-    promptTokens: st.n_prompt,
-    cachedTokens: keep,
-    generatedTokens: st.n_generated,
-    promptSeconds: st.prompt_seconds,
-    decodeSeconds: wasmMs / 1000,
-    wallSeconds: (t2 - t0) / 1000,
-    promptTokensPerSecond: st.prompt_seconds > 0 ? st.n_prompt / st.prompt_seconds : 0,
-    tokensPerSecond: wasmMs > 0 ? st.n_generated / (wasmMs / 1000) : 0,
-    stopReason: st.stop_reason,
-    seed: seed.toString(),
-    build: host.build.name,
-  };
+  function stats(st) {
+    const t2 = performance.now();
+    return {
+      promptTokens: st.n_prompt,
+      cachedTokens: keep,
+      generatedTokens: st.n_generated,
+      promptSeconds: st.prompt_seconds,
+      decodeSeconds: wasmMs / 1000,
+      wallSeconds: (t2 - t0) / 1000,
+      promptTokensPerSecond: st.prompt_seconds > 0 ? st.n_prompt / st.prompt_seconds : 0,
+      tokensPerSecond: wasmMs > 0 ? st.n_generated / (wasmMs / 1000) : 0,
+      stopReason: st.stop_reason,
+      seed: seed.toString(),
+      build: host.build.name,
+    };
+  }
 }
 
 // Prefill and decode speed without the per-token round trips (the benchmark): one batched eval

@@ -12,7 +12,8 @@
 // 2W + Q). The read weights are freed when the conversion ends, before the model is laid out
 // (Q, plus a packed copy where the build packs). The staging folder is removed after the open.
 import { KraflaError } from './errors.js';
-import { cacheDelete, cachePut, isBadBytes, readSource } from './source.js';
+import { cacheDelete, cachePut, cachePutAbsent } from './cache.js';
+import { isBadBytes, readSource } from './source.js';
 
 const HF_HOST = 'https://huggingface.co';
 const WEIGHTS = 'model.safetensors';
@@ -131,10 +132,11 @@ function removeStaged(FS, dir) {
 
 /**
  * Loads the folder into host (host.js): downloads (or reads) its files, stages them, opens them
- * with the engine. With `cache`, each URL's file is stored in Cache Storage as it arrives (so its
+ * with the engine. With `cache`, each URL's file is stored in the cache (cache.js) as it arrives (so its
  * bytes need not be kept until the engine has opened the folder) and deleted again when the load
  * fails; a cached file that the engine refuses to open (io, format, shape) is deleted with the
- * folder's other cached files, so that the next load downloads them again.
+ * folder's other cached files, so that the next load downloads them again. The optional files
+ * that answered 404 are recorded as absent once the folder has opened, so that it loads offline.
  */
 export async function loadHf(host, id, { source, tokenizer, ctx = 0, cache = false }) {
   if (tokenizer) throw new KraflaError('krafla: a Hugging Face folder has its own tokenizer.json: drop the tokenizer option', 'arg');
@@ -144,6 +146,7 @@ export async function loadHf(host, id, { source, tokenizer, ctx = 0, cache = fal
   const dir = `/krafla-hf-${++staged}`;
   const written = []; // cache keys stored by this load
   const fromCacheKeys = [];
+  const absent = []; // optional files' URLs that answered 404: recorded in the cache once the load succeeds (offline loads)
   let files = 0;
   let engineRefused = false;
 
@@ -158,7 +161,10 @@ export async function loadHf(host, id, { source, tokenizer, ctx = 0, cache = fal
     const got = await readSource(src, {
       cache: url ? cache : false, missingOk: !required, progress: (e) => progress({ ...e, file: name }), phase: 'download',
     });
-    if (!got) return false;
+    if (!got) {
+      if (url && cache) absent.push(url);
+      return false;
+    }
     ++files;
     if (url && got.fromCache) fromCacheKeys.push(url);
     else if (url && cache) {
@@ -199,6 +205,7 @@ export async function loadHf(host, id, { source, tokenizer, ctx = 0, cache = fal
       });
     }
     host.session = s;
+    for (const url of absent) await cachePutAbsent(cache, url);
     progress({ phase: 'convert', loaded: 1, total: 1 });
     progress({ phase: 'load', loaded: 1, total: 1 });
     return { ...host.info(), fromCache: files > 0 && fromCacheKeys.length === files, build: host.build.name };

@@ -1,14 +1,17 @@
 // The engine side of the package: runs where the wasm module lives (a Web Worker, a node
 // worker_thread, or in-process) and answers the client's calls (client.js) by message.
 //
-// Messages in:  {type: 'call', id, method, args}   {type: 'abort', id}
+// Messages in:  {type: 'call', id, method, args}   {type: 'abort', id}   {type: 'credit', id, n}
 // Messages out: {type: 'result', id, value}  {type: 'error', id, error: {message, kind}}
 //               {type: 'event', id, event}   (progress, text pieces)
 // Calls run one at a time in arrival order; 'abort' is handled at once: the generation loop
 // returns to the event loop after every token, sees the flag and stops (the engine stays ready).
+// 'credit' lets a generation send n more text events (flow control: generate.js waits when its
+// window is spent, so that it never runs far ahead of the consumer).
 import { chooseBuild, detectFeatures } from './detect.js';
 import { checkFits, MLB_HEADER_BYTES, parseHeader } from './header.js';
-import { cacheDelete, cachePut, isBadBytes, readSource, sourceName } from './source.js';
+import { cacheDelete, cachePut } from './cache.js';
+import { isBadBytes, readSource, sourceName } from './source.js';
 import { KraflaError } from './errors.js';
 import { bench, generate } from './generate.js';
 import { isHfSource, loadHf } from './hf.js';
@@ -76,12 +79,19 @@ export class Host {
     this.session = 0;
     this.queue = Promise.resolve();
     this.aborted = new Set();
+    this.flow = new Map(); // generation id -> {credit, wake}: its events left to send, and its waiter
     this.yieldNow = makeYield();
   }
 
   handle(msg) {
     if (msg.type === 'abort') {
       this.aborted.add(msg.id);
+      this.flow.get(msg.id)?.wake?.();
+      return;
+    }
+    if (msg.type === 'credit') {
+      const f = this.flow.get(msg.id);
+      if (f) { f.credit += msg.n; f.wake?.(); }
       return;
     }
     if (msg.type !== 'call') return;

@@ -18,6 +18,7 @@ export interface Features {
   sharedMemory: boolean;
   /** Shared memory and cross-origin isolation (always in node). */
   threads: boolean;
+  /** Logical cores (node 20, which has no navigator: 0 here; the worker asks os.availableParallelism()). */
   hardwareConcurrency: number;
   node: boolean;
 }
@@ -91,8 +92,13 @@ export interface LoadOptions {
   onProgress?: (p: Progress) => void;
   /** Context length; 0 = the model's max_seq. */
   ctx?: number;
-  /** A Cache Storage name: URL downloads (and conversions) are kept there, once the engine has opened them, and reused; a cached copy that fails to open is deleted. A Hugging Face folder's files are kept under their own URLs (stored as they arrive, removed again if the load fails). Default: false. */
-  cache?: string | false;
+  /**
+   * The model cache (see ModelCache): true for 'krafla-models', or a cache name. URL downloads (and
+   * conversions) are kept there once the engine has opened them, and reused (offline too); a cached
+   * copy that fails to open is deleted. A Hugging Face folder's files are kept under their own URLs
+   * (stored as they arrive, removed again if the load fails). Default: false.
+   */
+  cache?: string | boolean;
   /** Refuse models whose estimated wasm memory exceeds this (default and cap: 4 GiB, wasm32). */
   maxMemoryBytes?: number;
 }
@@ -107,7 +113,7 @@ export interface ModelInfo {
   tokenizerKind: 'hf' | 'llama2c' | 'none';
   nThreads: number; batch: number; packG: number; stateBytes: number;
   packedBytes: number; modelBytes: number; isa: string;
-  /** The bytes came from Cache Storage. */
+  /** The bytes came from the model cache (Cache Storage or OPFS: Krafla.cache). */
   fromCache: boolean;
   build: BuildName;
 }
@@ -147,7 +153,11 @@ export interface GenerateOptions {
   seed?: number | bigint;
   /** Stop strings: generation ends before the first one (it is not returned). */
   stop?: string | string[];
-  /** Aborting ends the iteration within one token, stopReason 'abort'; the engine stays ready. */
+  /**
+   * Aborting ends the iteration at once: nothing more is yielded (nor passed to onToken), the
+   * engine stops within one token, and the return value has stopReason 'abort'. An already-aborted
+   * signal ends it with no text and generatedTokens 0 (bad options still throw).
+   */
   signal?: AbortSignal;
   /** Prepend BOS (default true). */
   addBos?: boolean;
@@ -156,7 +166,7 @@ export interface GenerateOptions {
   /** Keep the KV of the longest prefix these prompt ids share with the tokens the engine holds from the previous generation, and evaluate only the rest (stats.cachedTokens counts the kept ones). Default false. */
   reusePrefix?: boolean;
   onStats?: (s: GenerateStats) => void;
-  /** Called as each token's event arrives (before the iterator yields it): n counts the tokens generated so far; text may be ''. */
+  /** Called as each token's event arrives (before the iterator yields it; never after an abort): n counts the tokens generated so far; text may be ''. */
   onToken?: (t: { n: number; text: string }) => void;
 }
 
@@ -183,19 +193,63 @@ export interface BenchResult {
   build: BuildName; nThreads: number;
 }
 
+/**
+ * What went wrong: the engine's status (io: a download, a file or the cache; format: not a model,
+ * or a damaged one; shape: dimensions the engine cannot run; nomem: it does not fit; isa: the
+ * kernels need a CPU feature; arg: a bad argument), or state (no model loaded, terminated),
+ * setup (no wasm build), crash (the worker died), error (anything else), abort (a chat or
+ * completions request whose signal was aborted: chat.js).
+ */
+export type KraflaErrorKind = 'io' | 'format' | 'shape' | 'nomem' | 'isa' | 'arg' | 'state' | 'setup' | 'crash' | 'error' | 'abort';
+
 export class KraflaError extends Error {
-  /** 'io' | 'format' | 'shape' | 'nomem' | 'arg' | 'state' | 'setup' | 'crash' | 'error' */
-  kind: string;
+  constructor(message: string, kind?: KraflaErrorKind);
+  kind: KraflaErrorKind;
+}
+
+/** One cached file: a model, a llama2.c conversion (`source`: the checkpoint's URL) or a folder's file. */
+export interface CacheEntry {
+  url: string;
+  /** Bytes on disk. */
+  size: number;
+  /** 'opfs': the origin private file system (files of 32 MiB or more, where there is one); 'cache': Cache Storage. */
+  storage: 'cache' | 'opfs';
+  /** ISO time it was stored (null for entries written by older versions). */
+  cachedAt: string | null;
+  source?: string;
+}
+
+/**
+ * Krafla.cache: the model cache a web app manages (Cache Storage as the index, OPFS for large
+ * files). `cacheName` defaults to 'krafla-models'. A URL names its entry and its llama2.c
+ * conversions; a URL ending in '/' (a Hugging Face folder) every file under it. Where there is no
+ * Cache Storage (node) nothing is cached: list() is [], has() false, delete() false, clear() 0.
+ */
+export interface ModelCache {
+  /** Cache Storage is there (a browser page or worker in a secure context). */
+  readonly supported: boolean;
+  /** The origin private file system is there. */
+  readonly opfs: boolean;
+  list(cacheName?: string): Promise<CacheEntry[]>;
+  has(url: string | URL, cacheName?: string): Promise<boolean>;
+  /** Resolves to whether anything was removed. */
+  delete(url: string | URL, cacheName?: string): Promise<boolean>;
+  /** Removes every entry; resolves to how many there were. */
+  clear(cacheName?: string): Promise<number>;
+  /** The bytes on disk of all entries. */
+  size(cacheName?: string): Promise<number>;
 }
 
 export class Krafla {
   static create(options?: CreateOptions): Promise<Krafla>;
+  static readonly cache: ModelCache;
   /** The openai client's chat.completions.create, answered by this engine as ml_server answers it (chat-types.d.ts). */
   readonly chat: { readonly completions: ChatCompletions };
   /** The openai client's completions.create (raw prompts), as ml_server's /v1/completions. */
   readonly completions: Completions;
   readonly build: BuildInfo;
   readonly model: ModelInfo | null;
+  /** The last generation's stats (an aborted one's too, after a `break`); null while one runs. */
   readonly lastStats: GenerateStats | null;
   /**
    * Loads a model: an .mlb, a GGUF file, a llama2.c checkpoint (with options.tokenizer), or a

@@ -1,7 +1,8 @@
 // Reading a model's bytes from a URL, a Blob/File, an ArrayBuffer or a typed array, with progress
 // events, an optional look at the header before the rest is read (so that a model that cannot fit
-// is refused before its download), and an optional Cache Storage cache for URLs. A body must hold
+// is refused before its download), and the model cache for URLs (cache.js). A body must hold
 // the bytes its Content-Length announces.
+import { cacheDelete, cacheMatch } from './cache.js';
 import { KraflaError } from './errors.js';
 
 export function sourceName(src) {
@@ -10,25 +11,6 @@ export function sourceName(src) {
   if (typeof File === 'function' && src instanceof File) return src.name;
   if (typeof Blob === 'function' && src instanceof Blob) return 'the Blob';
   return 'the model bytes';
-}
-
-const hasCaches = () => typeof caches === 'object' && caches !== null && typeof caches.open === 'function';
-
-/** Stores bytes under key in Cache Storage `cacheName`; without Cache Storage, or over quota, does nothing. */
-export async function cachePut(cacheName, key, bytes) {
-  if (!cacheName || !hasCaches()) return;
-  try {
-    const c = await caches.open(cacheName);
-    await c.put(key, new Response(bytes, { headers: { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) } }));
-  } catch { /* quota or a non-secure context: run without the cache */ }
-}
-
-/** Removes key from Cache Storage `cacheName` (a cached copy that turned out to be damaged). */
-export async function cacheDelete(cacheName, key) {
-  if (!cacheName || !hasCaches()) return;
-  try {
-    await (await caches.open(cacheName)).delete(key);
-  } catch { /* nothing to remove */ }
 }
 
 /** Kinds of error that say the bytes themselves are bad (so that a cached copy of them is dropped). */
@@ -101,8 +83,8 @@ async function readStream(stream, total, { name, exact = false, check, progress,
 }
 
 /**
- * Returns {bytes: Uint8Array, fromCache} for src. For a URL with `cache` (a Cache Storage name) a
- * cached copy is used when present; `cacheOnly` returns null on a miss instead of downloading.
+ * Returns {bytes: Uint8Array, fromCache} for src. For a URL with `cache` (a cache name: cache.js) a
+ * cached copy is used when present (Cache Storage or OPFS); `cacheOnly` returns null on a miss instead of downloading.
  * Nothing is stored here: the caller stores a download (cachePut) once the engine has opened it.
  * A cached copy whose bytes are bad (its length, or check() with an 'io'/'format' error) is
  * deleted before the error is thrown, so that the next load downloads it again. With `missingOk`
@@ -111,14 +93,11 @@ async function readStream(stream, total, { name, exact = false, check, progress,
 export async function readSource(src, { cache = false, cacheOnly = false, missingOk = false, check, progress, phase = 'download', headBytes = 256 } = {}) {
   if (src instanceof URL) src = src.href;
   if (typeof src === 'string') {
-    let cached = null;
-    if (cache && hasCaches()) {
-      try { cached = await (await caches.open(cache)).match(src); } catch { cached = null; }
-    }
-    if (cached) {
-      const total = Number(cached.headers.get('content-length')) || 0;
+    const cached = cache ? await cacheMatch(cache, src) : null;
+    if (cached?.absent && missingOk) return null; // an optional file known to be missing (offline loads)
+    if (cached && !cached.absent) {
       try {
-        return { bytes: await readStream(cached.body, total, { name: src, exact: true, check, progress, phase: 'cache', headBytes }), fromCache: true };
+        return { bytes: await readStream(cached.stream, cached.total, { name: src, exact: true, check, progress, phase: 'cache', headBytes }), fromCache: true };
       } catch (e) {
         if (isBadBytes(e)) {
           await cacheDelete(cache, src);

@@ -212,12 +212,19 @@ describe('one engine', () => {
     assert.equal(r.stats.generatedTokens, 20);
   });
 
-  test('bad files give clear errors and the engine stays usable', async () => {
-    await assert.rejects(k.load(new Uint8Array(1000).fill(7)), /not a krafla \.mlb model .*nor a llama2\.c checkpoint/);
+  test('bad files give clear errors (kinds format, io, arg), keep the model loaded, and the engine stays usable', async () => {
+    await k.load(nativeMlb());
+    const before = await k.complete(PROMPT, { temperature: 0, maxTokens: 20 });
+    await assert.rejects(k.load(new Uint8Array(1000).fill(7)), (e) => e.name === 'KraflaError' && e.kind === 'format' &&
+      /not a krafla \.mlb model .*nor a llama2\.c checkpoint/.test(e.message));
+    await assert.rejects(k.load(new Blob(['<html>not found</html>'])), (e) => e.kind === 'format');
+    await assert.rejects(k.load(checkpoint), (e) => e.kind === 'arg' && /needs its tokenizer\.bin/.test(e.message));
+    await assert.rejects(k.load(join(webDir, 'no-such-model.mlb')), (e) => e.kind === 'io' && /no-such-model\.mlb: the download failed/.test(e.message));
+    // None of these reached the engine: the model loaded before is still there.
+    assert.equal(k.model?.dim, 64);
+    assert.equal((await k.complete(PROMPT, { temperature: 0, maxTokens: 20 })).text, before.text);
     const bytes = readFileSync(nativeMlb());
     await assert.rejects(k.load(bytes.subarray(0, bytes.length >> 1)), (e) => e.kind === 'format' && /file_size|bytes|truncat/i.test(e.message));
-    await assert.rejects(k.load(checkpoint), /needs its tokenizer\.bin/);
-    await assert.rejects(k.load(join(webDir, 'no-such-model.mlb')), /no-such-model\.mlb: the download failed/);
     await assert.rejects(k.generate(PROMPT).next(), /no model is loaded/);
     await k.load(nativeMlb());
     assert.equal((await k.complete(PROMPT, { temperature: 0, maxTokens: 10 })).stats.generatedTokens, 10);
@@ -232,6 +239,17 @@ describe('one engine', () => {
     await k.load(nativeMlb());
     assert.ok((await k.tokenize('x')).length > 0);
   });
+});
+
+test('the default thread count is up to 4, the hardware\'s count (node 20 has no navigator: os.availableParallelism)', async () => {
+  const { availableParallelism } = await import('node:os');
+  const k = await Krafla.create();
+  try {
+    assert.equal(k.build.features.hardwareConcurrency, availableParallelism());
+    if (k.build.threaded) assert.equal(k.build.nThreads, Math.min(4, availableParallelism()));
+  } finally {
+    k.terminate();
+  }
 });
 
 test('a model too big for wasm32 is refused after its header, before the download', async () => {

@@ -1,7 +1,8 @@
 // Compiled (not run) by types.test.mjs: the API as the README shows it must type-check against
 // src/index.d.ts, and misuse must not.
 import { Krafla, KraflaError, chooseBuild, detectFeatures, parseHeader, type ChatMessage, type ChatTemplateOptions, type GenerateStats, type HfFolder,
-  type ModelInfo, type Progress, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionMessageParam, type Completion, type KraflaApiError } from '../src/index.js';
+  type ModelInfo, type Progress, type KraflaErrorKind, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionMessageParam, type Completion,
+  type KraflaApiError } from '../src/index.js';
 
 declare const picker: HTMLInputElement; // <input type="file" webkitdirectory>
 
@@ -47,10 +48,11 @@ export async function usage(out: { textContent: string }): Promise<GenerateStats
   const { stats } = await k.complete(text, { temperature: 0 });
   const b = chooseBuild(['wasm_simd128', 'wasm_scalar'], detectFeatures());
   const h = parseHeader(new Uint8Array(256));
-  const e = new KraflaError('x');
+  const e = new KraflaError('x', 'io');
+  const kindOf: KraflaErrorKind = e.kind;
   await k.unload();
   k.terminate();
-  return dim + h.dim + hf.dim > 0 && b.threaded === false && e.kind !== '' && name !== '' ? stats : k.lastStats;
+  return dim + h.dim + hf.dim > 0 && b.threaded === false && kindOf !== 'format' && name !== '' ? stats : k.lastStats;
 }
 
 // The openai client's surface (README "OpenAI's API in the browser"): the same calls as against ml_server.

@@ -300,6 +300,21 @@ ml_status ml_gen_next(ml_gen* g, const char** text, size_t* len, int32_t* id, in
  * or when the session's context is full (ml_gen_next then ends generation with ML_STOP_CONTEXT).
  * A taken token that is not fed before ml_gen_next leaves the sample drawn from stale logits. */
 int32_t ml_gen_take_pending(ml_gen* g);
+/* One ml_gen_next for each of n generations (distinct, on sessions of e's model), run on e's
+ * threads: for the caller of ml_gen_take_pending that fed every taken token in one ml_eval_batch,
+ * so that sampling, which reads the whole vocabulary, does not run one generation after another.
+ * steps[i] is what ml_gen_next(gens[i], ...) would give (its text valid until that generation's
+ * next call); a generation that still holds a token to feed gets ML_E_ARG. Results do not depend
+ * on e's thread count. Not to be called while e runs anything else. */
+typedef struct ml_gen_step {
+  const char* text;
+  size_t len;
+  int32_t id;
+  int done;
+  ml_status status;
+  ml_error err;
+} ml_gen_step;
+void ml_gen_next_batch(ml_exec* e, ml_gen* const* gens, ml_gen_step* steps, size_t n);
 /* Ends generation now (reason ML_STOP_CALLBACK) and returns the text still held back, if any. */
 void ml_gen_cancel(ml_gen* g, const char** text, size_t* len);
 ml_gen_stats ml_gen_get_stats(const ml_gen* g);
