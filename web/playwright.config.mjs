@@ -3,8 +3,10 @@
 // (nothing is downloaded). Models come from ../shared/models and web/artifacts (global-setup.mjs).
 import { defineConfig } from '@playwright/test';
 
-export const ISOLATED = 'http://127.0.0.1:8123';
-export const PLAIN = 'http://127.0.0.1:8124';
+// KRAFLA_E2E_PORT=N moves them to N and N+1 (two checkouts testing at once on one machine).
+const PORT = Number(process.env.KRAFLA_E2E_PORT ?? 8123);
+export const ISOLATED = `http://127.0.0.1:${PORT}`;
+export const PLAIN = `http://127.0.0.1:${PORT + 1}`;
 
 export default defineConfig({
   testDir: './e2e',
@@ -26,7 +28,7 @@ export default defineConfig({
     },
   },
   webServer: [
-    { command: 'node demo/server.mjs 8123 coi --models artifacts', url: `${ISOLATED}/demo/index.html`, reuseExistingServer: false },
-    { command: 'node demo/server.mjs 8124 --models artifacts', url: `${PLAIN}/demo/index.html`, reuseExistingServer: false },
+    { command: `node demo/server.mjs ${PORT} coi --models artifacts`, url: `${ISOLATED}/demo/index.html`, reuseExistingServer: false },
+    { command: `node demo/server.mjs ${PORT + 1} --models artifacts`, url: `${PLAIN}/demo/index.html`, reuseExistingServer: false },
   ],
 });

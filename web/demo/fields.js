@@ -56,16 +56,16 @@ const num = (n) => Math.round(n).toLocaleString('en-US');
 const dur = (s) => (s < 1 ? `${num(s * 1000)} ms` : `${s.toFixed(2)} s`);
 
 /** How fast `tokens` went in `seconds`, in words: a speed, or why there is none. */
-export function speed(tokens, seconds) {
-  const counted = `${num(tokens)} token${tokens === 1 ? '' : 's'} in ${dur(seconds)}`;
+export function speed(tokens, seconds, what = '') {
+  const counted = `${num(tokens)} ${what}token${tokens === 1 ? '' : 's'} in ${dur(seconds)}`;
   if (tokens < MIN_TOKENS || seconds < MIN_SECONDS) return `${counted} (too short to measure a speed)`;
   return `${counted}, ${num(tokens / seconds)} tokens per second`;
 }
 
 /** The statistics of one generation in words: reading the prompt, then writing the reply. */
 export function describeStats(s) {
-  const reused = s.cachedTokens ? ` (${num(s.cachedTokens)} more reused from the conversation so far)` : '';
+  const reused = s.cachedTokens ? `; ${num(s.cachedTokens)} earlier token${s.cachedTokens === 1 ? '' : 's'} reused from the conversation so far` : '';
   const end = { abort: 'stopped', eos: 'the model ended its reply', length: 'the length limit was reached', stop: 'a stop text was reached', context: "the model's context is full" }[s.stopReason] ?? s.stopReason;
-  return `Read the prompt: ${speed(s.promptTokens, s.promptSeconds)}${reused}. ` +
+  return `Read the prompt: ${speed(s.promptTokens, s.promptSeconds, s.cachedTokens ? 'new ' : '')}${reused}. ` +
     `Wrote the reply: ${speed(s.generatedTokens, s.decodeSeconds)}. Ended: ${end}. Seed ${s.seed}.`;
 }

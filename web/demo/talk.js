@@ -91,6 +91,7 @@ export class Talk {
     reply.classList.add('streaming');
     const system = $('system').value.trim();
     const messages = [...(system ? [{ role: 'system', content: system }] : []), ...this.messages];
+    let failed = true;
     try {
       const stream = await engine.chat.completions.create({
         messages, stream: true, stream_options: { include_usage: true },
@@ -102,10 +103,11 @@ export class Talk {
         if (piece) { reply.textContent += piece; this.demo.tokens += 1; }
         $('conversation').scrollTop = $('conversation').scrollHeight;
       }
+      failed = false;
     } finally {
       // A stopped reply stays in the conversation as far as it got; a failed one is taken back.
       reply.classList.remove('streaming');
-      if (reply.textContent || this.controller.signal.aborted) this.messages.push({ role: 'assistant', content: reply.textContent });
+      if (!failed || this.controller.signal.aborted) this.messages.push({ role: 'assistant', content: reply.textContent });
       else { this.messages.pop(); reply.remove(); asked.remove(); $('message').value = text; }
     }
   }
