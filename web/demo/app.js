@@ -137,7 +137,7 @@ async function load(source, tokenizer, label, remember) {
     $('progress').value = 0;
     // A load that fails before the engine opens the new model keeps the one loaded before.
     demo.loaded = !!engine.model;
-    setStatus(demo.loaded ? `The model loaded before is still loaded (dim ${engine.model.dim}).` : 'No model loaded.');
+    setStatus(demo.loaded ? `The model loaded before, ${demo.label}, is still loaded.` : 'No model loaded.');
     if (demo.loaded) talk.setMode(engine.model, demo.label);
     if (/the download failed \(/.test(e?.message ?? '')) {
       const cached = (await cachedModels()).map((m) => m.name);
