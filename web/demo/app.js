@@ -179,9 +179,9 @@ function loadPicked() {
 
 async function start() {
   // The settings of the last visit.
-  for (const id of [...SETTING_IDS, 'system']) {
+  for (const id of [...SETTING_IDS, 'system', 'prompt']) {
     if (saved.settings?.[id] !== undefined) $(id).value = saved.settings[id];
-    $(id).addEventListener('change', () => { saved.settings = { ...saved.settings, [id]: $(id).value }; save(); });
+    $(id).addEventListener('input', () => { saved.settings = { ...saved.settings, [id]: $(id).value }; save(); });
   }
   const cached = await fillPicker(saved.model);
   try {
