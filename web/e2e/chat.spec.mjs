@@ -3,7 +3,7 @@
 // ml_tok), one without says why and continues a text; the picker lists the server's models and a
 // file dropped into a model folder; bad settings get a message beside the field and run nothing;
 // offline, a model not cached fails with a hint and a cached one loads; a GGUF file from the list
-// gives ml_run's greedy text. Screenshots go to artifacts/demo-*.png.
+// gives ml_run's greedy text; Stop ends a chat reply, which stays. Screenshots go to artifacts/demo-*.png.
 import { expect, test } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -180,5 +180,38 @@ test('a GGUF file from the list gives ml_run\'s greedy text', async ({ page }) =
   await idle(page);
   expect((await page.evaluate(() => window.kraflaDemo.stats)).generatedTokens).toBe(native.generated);
   expect(await page.locator('#output .gen').textContent()).toBe(native.text);
+  expect(errors).toEqual([]);
+});
+
+test('Stop ends a chat reply, which stays in the conversation; the next turn goes on from it', async ({ page }) => {
+  const errors = await open(page);
+  await pick(page, 'slow-chat.mlb');
+  await page.fill('#temperature', '0');
+  await page.fill('#max-tokens', '900');
+  await page.fill('#message', 'Tell me a long story.');
+  await page.press('#message', 'Enter');
+  await expect(page.locator('.msg.assistant')).not.toHaveText('', { timeout: 10_000 });
+  await expect(page.locator('.msg.assistant.streaming')).toHaveCount(1);
+  await page.click('#stop');
+  await page.waitForFunction(() => window.kraflaDemo.generating === false, null, { timeout: 10_000 });
+  const s = await page.evaluate(() => window.kraflaDemo.stats);
+  expect(s.stopReason).toBe('abort');
+  expect(s.generatedTokens).toBeLessThan(900);
+  await expect(page.locator('#stats')).toContainText('Ended: stopped');
+  await expect(page.locator('#error')).toBeHidden();
+  const partial = await page.locator('.msg.assistant').textContent();
+  expect(partial.length).toBeGreaterThan(0);
+  await expect(page.locator('.msg.assistant.streaming')).toHaveCount(0);
+  await page.fill('#max-tokens', '5');
+  const next = await send(page, 'Go on.');
+  // The second prompt holds the stopped reply: its tokens are all counted, most of them reused.
+  const turn2 = [{ role: 'user', content: 'Tell me a long story.' }, { role: 'assistant', content: partial }, { role: 'user', content: 'Go on.' }];
+  const m = join(artifactsDir, 'demo-messages.json');
+  writeFileSync(m, JSON.stringify(turn2));
+  const model = join(hfDir, 'slow-chat.mlb');
+  const text = execFileSync(tool('ml_tok'), [model, 'chat', m]);
+  expect(next.usage.prompt_tokens).toBe(execFileSync(tool('ml_tok'), [model, 'encode'], { input: text }).toString().trim().split(/\s+/).length);
+  expect(next.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+  await expect(page.locator('.msg.assistant')).toHaveCount(2);
   expect(errors).toEqual([]);
 });
