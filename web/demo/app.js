@@ -169,7 +169,7 @@ function loadPicked() {
     const url = $('model-url').value.trim();
     const tok = $('tokenizer-url').value.trim();
     if (!url) { showError(new Error('Enter a model URL.')); return; }
-    m = { url: abs(url), tokenizer: tok ? abs(tok) : undefined, name: decodeURIComponent(url.replace(/\/$/, '').split('/').pop()) };
+    m = { url: abs(url), tokenizer: tok ? abs(tok) : undefined, name: decodeURIComponent(new URL(abs(url)).pathname.replace(/\/$/, '').split('/').pop()) };
   } else {
     m = JSON.parse($('model-pick').value);
   }
