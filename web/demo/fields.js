@@ -50,7 +50,7 @@ export const SETTING_IDS = Object.keys(RULES);
 
 // A speed over fewer tokens or a shorter time than this is noise (timer resolution, one cold step).
 const MIN_TOKENS = 16;
-const MIN_SECONDS = 0.05;
+const MIN_SECONDS = 0.02;
 
 const num = (n) => Math.round(n).toLocaleString('en-US');
 const dur = (s) => (s < 1 ? `${num(s * 1000)} ms` : `${s.toFixed(2)} s`);
