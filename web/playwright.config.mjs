@@ -3,8 +3,8 @@
 // (nothing is downloaded). Models come from ../shared/models and web/artifacts (global-setup.mjs).
 import { defineConfig } from '@playwright/test';
 
-// KRAFLA_E2E_PORT moves both (another checkout's tests on the same machine).
-const PORT = Number(process.env.KRAFLA_E2E_PORT || 8123);
+// KRAFLA_E2E_PORT=N moves them to N and N+1 (two checkouts testing at once on one machine).
+const PORT = Number(process.env.KRAFLA_E2E_PORT ?? 8123);
 export const ISOLATED = `http://127.0.0.1:${PORT}`;
 export const PLAIN = `http://127.0.0.1:${PORT + 1}`;
 

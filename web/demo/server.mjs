@@ -2,10 +2,12 @@
 // The demo's static server: node demo/server.mjs [PORT] [coi] [--models DIR]...
 //   /            web/ (so /demo/, /src/ and /dist/ are all reachable)
 //   /models/X    X from the model folders: ../shared/models (or $KRAFLA_SHARED/models) and each --models DIR
+//   /models/index.json  the models in those folders, read at each request (a file dropped in shows up
+//                on the next reload): [{name, url, tokenizer?, kind, size}], see listModels
 // With `coi` it sends Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
 // require-corp, which make the page cross-origin isolated: SharedArrayBuffer, hence the threaded
 // (pthreads) builds. `?throttle=KBPS` on any file slows its transfer (tests watch the progress bar).
-import { createReadStream, statSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +48,49 @@ function locate(pathname) {
   try { return p && statSync(p).isFile() ? p : null; } catch { return null; }
 }
 
+// A llama2.c checkpoint's vocabulary size (the 6th int32 of its header; negative: unshared classifier).
+function llama2cVocab(file) {
+  const b = Buffer.alloc(28);
+  const fd = openSync(file, 'r');
+  try { readSync(fd, b, 0, 28, 0); } finally { closeSync(fd); }
+  return Math.abs(b.readInt32LE(20));
+}
+
+/**
+ * The models of the model folders (two levels deep): .mlb and .gguf files, llama2.c checkpoints
+ * (a .bin that is not a tokenizer) with the tokenizer of their vocabulary beside them (tokN.bin,
+ * else tokenizer.bin), and Hugging Face folders (config.json and *.safetensors) as URLs ending in /.
+ * The first folder that has a name wins.
+ */
+function listModels() {
+  const seen = new Map();
+  const add = (m) => { if (!seen.has(m.url)) seen.set(m.url, m); };
+  const walk = (root, rel, depth) => {
+    let entries;
+    try { entries = readdirSync(join(root, rel), { withFileTypes: true }); } catch { return; }
+    const names = entries.map((e) => e.name);
+    const url = (n) => `/models/${[...rel.split('/').filter(Boolean), n].map(encodeURIComponent).join('/')}`;
+    if (rel && names.includes('config.json') && names.some((n) => n.endsWith('.safetensors'))) {
+      add({ name: rel.split('/').pop(), url: `${url('')}`.replace(/\/?$/, '/'), kind: 'hf' });
+      return;
+    }
+    for (const e of entries) {
+      const p = join(root, rel, e.name);
+      if (e.isDirectory()) { if (depth < 2 && !e.name.startsWith('.')) walk(root, rel ? `${rel}/${e.name}` : e.name, depth + 1); continue; }
+      if (!e.isFile()) continue;
+      const size = statSync(p).size;
+      if (/\.(mlb|gguf)$/i.test(e.name)) add({ name: e.name, url: url(e.name), kind: e.name.toLowerCase().endsWith('.gguf') ? 'gguf' : 'mlb', size });
+      else if (/\.bin$/i.test(e.name) && !/^tok/i.test(e.name) && size > 28) {
+        const vocab = llama2cVocab(p);
+        const tok = [`tok${vocab}.bin`, 'tokenizer.bin'].find((n) => names.includes(n));
+        if (tok) add({ name: e.name, url: url(e.name), tokenizer: url(tok), kind: 'llama2c', size });
+      }
+    }
+  };
+  for (const d of modelDirs) walk(d, '', 0);
+  return [...seen.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
 const server = createServer((req, res) => {
   const url = new URL(req.url, 'http://localhost');
   const headers = { 'Cache-Control': 'no-store', 'Cross-Origin-Resource-Policy': 'same-origin' };
@@ -56,6 +101,11 @@ const server = createServer((req, res) => {
   if (url.pathname === '/') {
     res.writeHead(302, { ...headers, Location: '/demo/' });
     res.end();
+    return;
+  }
+  if (url.pathname === '/models/index.json') {
+    res.writeHead(200, { ...headers, 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(listModels()));
     return;
   }
   const file = locate(url.pathname);
