@@ -18,7 +18,7 @@ const DIR = path.join(BUILD, 'errors');
 fs.mkdirSync(DIR, { recursive: true });
 const LIMIT_MS = 20000;
 
-function expectRefusal(r, needles, what, code = 2) {
+function expectRefusal(r, needles, what, code = 2, limitMs = LIMIT_MS) {
   const info = `${what}: exit ${r.code} signal ${r.signal} in ${r.ms} ms, stderr ${JSON.stringify(r.stderr.slice(0, 500))}`;
   assert.ok(!r.timedOut, `${info}: timed out`);
   assert.equal(r.signal, null, `${info}: killed by a signal`);
@@ -27,7 +27,7 @@ function expectRefusal(r, needles, what, code = 2) {
   assert.ok(r.stderr.trim().length > 0, `${info}: no message`);
   const low = r.stderr.toLowerCase();
   assert.ok(needles.some((n) => low.includes(n.toLowerCase())), `${info}: the message should name one of ${JSON.stringify(needles)}`);
-  assert.ok(r.ms < LIMIT_MS, `${info}: took too long`);
+  assert.ok(r.ms < limitMs, `${info}: took too long`);
 }
 
 // Invalid UTF-8: [bytes, offset of the first bad byte].
@@ -130,7 +130,10 @@ test('a 100 MB merges list -> exit 2 naming merges, in bounded time', { skip: sk
   fs.writeSync(fd, `${pair}${tail}`);
   fs.closeSync(fd);
   try {
-    expectRefusal(await runTok([file, 'encode', 'hello'], '', { timeoutMs: 60000 }), ['merges', 'size', 'large', 'limit'], '100 MB merges');
+    // A hang guard, not a speed check: parsing 100 MB takes 10-25 s on a shared 2-core CI machine
+    // running other tests beside it (22.3 s once), so the bound is well above that.
+    expectRefusal(await runTok([file, 'encode', 'hello'], '', { timeoutMs: 90000 }), ['merges', 'size', 'large', 'limit'],
+      '100 MB merges', 2, 80000);
   } finally {
     fs.rmSync(file, { force: true });
   }
