@@ -34,15 +34,6 @@ ENV = None
 TIMEOUT_S = 2          # --timeout of the main server: slow clients are cut off after it
 MAX_BODY = 1 << 20     # --max-body of the main server
 CTX = 256
-# What cpp-httplib 0.11.4 (Debian's) cannot do, and no hook of it reaches: skipped with the defect
-# named, so that the gap stays visible (docs/server.md, "Known limitations").
-KNOWN_NO_COLON = ("KNOWN DEFECT: a header line without a colon is accepted (200, want 400): httplib's "
-                  "read_headers drops a line parse_header refuses instead of failing the request")
-KNOWN_SLOW_HEADERS = ("KNOWN DEFECT: headers sent one byte a second are never cut off: --timeout bounds each "
-                      "read, and no httplib hook runs between accept and the end of the headers")
-KNOWN_PIPELINING = ("KNOWN DEFECT: of two pipelined requests only the first is answered: httplib reads "
-                    "each request through a new SocketStream, whose read buffer (the second request) "
-                    "is dropped with it")
 SLACK_S = 3            # what the cut-off may take beyond --timeout (a poll interval, scheduling)
 KEY = "sk-test-7f3a9c"
 SRV = None             # the main server (setUpModule)
@@ -398,8 +389,6 @@ class HttpCases(Base):
         # error (RFC 9112 6.3), else what follows is read as a request.
         for name, data, want in cases:
             with self.subTest(name):
-                if name == "header without colon":
-                    self.skipTest(KNOWN_NO_COLON)
                 r = c.raw_exchange(SRV.port, data, 10, check_close=3)
                 self.assert_raw_error(r, want, name)
                 self.assertTrue(r.then_closed, "%s: the connection stayed open after the error (then %r)"
@@ -422,7 +411,8 @@ class HttpCases(Base):
         many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(10000)) + b"\r\n"
         long = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 80000 + b"\r\n\r\n"
         url = H("GET", "/health?" + "a" * 100000)
-        for name, data, want in [("10,000 headers", many, (400, 431)), ("an 80 KB header", long, (400, 431)),
+        some = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(150)) + b"\r\n"
+        for name, data, want in [("150 headers", some, 431), ("10,000 headers", many, (400, 431)), ("an 80 KB header", long, (400, 431)),
                                  ("URL of 100 KB", url, (400, 414, 431))]:
             with self.subTest(name):
                 self.assert_raw_error(self.raw(data), want, name)
@@ -524,13 +514,13 @@ class HttpCases(Base):
 
     def test_slowloris(self):
         # Headers one byte a second, and a body one byte a second: each read comes well within a
-        # per-read timeout, so only a deadline on the whole request cuts them off.
+        # per-read timeout, so only a deadline on the whole request cuts them off (the headers':
+        # third_party/cpp-httplib's patch; the body's: http_guard, 408).
         for name, prefix, trickle in [
+                ("request line", b"", b"GET /health?" + b"a" * 40),
                 ("headers", b"GET /health HTTP/1.1\r\n", b"X-Slow: " + b"a" * 40),
                 ("body", H("POST", CHAT, b"", {"Content-Length": str(len(GOOD))}), GOOD)]:
             with self.subTest(name):
-                if name == "headers":
-                    self.skipTest(KNOWN_SLOW_HEADERS)
                 took, sent = self.slowloris(prefix, trickle)
                 self.assertIsNotNone(took, "a client sending its %s one byte a second was never cut off (%d bytes "
                                            "in %d s, --timeout %d)" % (name, sent, sent, TIMEOUT_S))
@@ -570,11 +560,9 @@ class HttpCases(Base):
             s.sendall(H("GET", "/health") + H("GET", "/v1/models"))
             r1 = c.read_response(s, 10)
             self.assertEqual(r1.status, 200, r1)
-            self.skipTest(KNOWN_PIPELINING)  # the first is answered; what follows is the defect
-            s2 = r1.rest
-            # the second response may already be in r1.rest
-            sock_data = s2
-            r2 = c.read_response(c.Replay(s, sock_data), 10)
+            # The second response may already be in r1.rest (third_party/cpp-httplib's patch keeps
+            # one read buffer per connection, so the second request is not dropped with the first's).
+            r2 = c.read_response(c.Replay(s, r1.rest), 10)
             self.assertEqual(r2.status, 200, r2)
             self.assertEqual(json.loads(r2.body).get("object"), "list")
         finally:

@@ -1,5 +1,5 @@
-// See http_guard.h. Everything here goes through cpp-httplib 0.11.4's public hooks; what those
-// hooks cannot reach is listed in docs/server.md, "Known limitations".
+// See http_guard.h. Everything here goes through cpp-httplib's public hooks, plus the header
+// deadline that third_party/cpp-httplib's patch adds (set_header_timeout).
 #include "http_guard.h"
 
 #include "http_pool.h"
@@ -63,8 +63,8 @@ void close_after(httplib::Response& res) {
 bool error_needs_close(int status) { return status >= 400 && status != 404 && status != 405; }
 
 bool refuse_bad_framing(const httplib::Request& req, httplib::Response& res, const http_options& opt) {
-  // httplib adds REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT to the headers it read.
-  if (req.headers.size() > MAX_HEADERS + 4)
+  // httplib itself refuses more than CPPHTTPLIB_HEADER_MAX_COUNT (1000, set in CMakeLists.txt) with 400.
+  if (req.headers.size() > MAX_HEADERS)
     return refuse(res, 431, "the request has more than " + std::to_string(MAX_HEADERS) + " headers",
                   "request_header_fields_too_large");
   const auto lengths = req.headers.equal_range("Content-Length");
@@ -125,6 +125,8 @@ void install_http_guard(httplib::Server& svr, const http_options& opt, size_t mi
   // Threads start on demand and end after 2 s idle (4 kept): memory and threads follow the load.
   svr.new_task_queue = [workers] { return new lazy_pool(workers, 4, std::chrono::milliseconds(2000)); };
   svr.set_keep_alive_timeout(std::min(5, opt.timeout));
+  // The request line and headers must arrive within --timeout of their first byte (slowloris).
+  svr.set_header_timeout(opt.timeout);
   svr.set_expect_100_continue_handler([opt](const httplib::Request& req, httplib::Response& res) {
     // RFC 9110 10.1.1: the final status instead of 100 Continue for a body that would be refused.
     if (refuse_bad_framing(req, res, opt)) return res.status;

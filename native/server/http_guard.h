@@ -1,5 +1,5 @@
-// The HTTP framing guard of ml_server (docs/server.md, "HTTP hardening"): what cpp-httplib 0.11.4
-// does not check by itself, done from its hooks (no patch of the library).
+// The HTTP framing guard of ml_server (docs/server.md, "HTTP hardening"): what cpp-httplib does not
+// check by itself, done from its hooks, plus the header deadline of its vendored patch.
 //   - a request's framing headers (Content-Length digits only and one value, Transfer-Encoding
 //     "chunked" only and never beside Content-Length, at most MAX_HEADERS headers) are checked
 //     before its body is read: 400 / 413 / 431 / 501;
@@ -17,10 +17,11 @@
 
 namespace server {
 
-// Headers a request may carry (beyond the four httplib adds: REMOTE_ADDR/PORT, LOCAL_ADDR/PORT).
+// Headers a request may carry (431 beyond; httplib itself refuses more than 1000 with 400).
 constexpr size_t MAX_HEADERS = 100;
 
-// The thread pool, keep-alive, the Expect: 100-continue handler and the close-after hook.
+// The thread pool, keep-alive, the header deadline (--timeout), the Expect: 100-continue handler
+// and the close-after hook.
 // min_workers: what the caller needs at least (slots + queue); the pool is larger so that idle
 // keep-alive connections (each holding a thread until keep-alive times out) do not starve others.
 void install_http_guard(httplib::Server& svr, const http_options& opt, size_t min_workers);

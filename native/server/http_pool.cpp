@@ -7,15 +7,15 @@
 
 namespace server {
 
-void lazy_pool::enqueue(std::function<void()> fn) {
+bool lazy_pool::enqueue(std::function<void()> fn) {
   std::unique_lock<std::mutex> lock(m_);
-  if (stopping_) return;
+  if (stopping_) return false;
   if (!idle_.empty()) {
     worker* w = idle_.back();
     idle_.pop_back();
     w->job = std::move(fn);
     w->wake.notify_one();
-    return;
+    return true;
   }
   if (live_ < max_threads_) {
     ++live_;
@@ -23,9 +23,10 @@ void lazy_pool::enqueue(std::function<void()> fn) {
     auto w = std::make_unique<worker>();
     std::thread([this, w = std::move(w), first = std::move(fn)]() mutable { run(std::move(w), std::move(first)); })
         .detach();
-    return;
+    return true;
   }
   queued_.push_back(std::move(fn));
+  return true;
 }
 
 void lazy_pool::run(std::unique_ptr<worker> w, std::function<void()> job) {

@@ -27,7 +27,7 @@ class lazy_pool : public httplib::TaskQueue {
   lazy_pool(const lazy_pool&) = delete;
   lazy_pool& operator=(const lazy_pool&) = delete;
 
-  void enqueue(std::function<void()> fn) override;
+  bool enqueue(std::function<void()> fn) override;  // false once shutting down
   // Runs what is queued, then waits for every thread to end.
   void shutdown() override;
   size_t threads_started() const;  // in all, since the pool was made

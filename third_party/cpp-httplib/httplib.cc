@@ -1405,6 +1405,7 @@ bool stream_line_reader::end_with_crlf() const {
 bool stream_line_reader::getline() {
   fixed_buffer_used_size_ = 0;
   growable_buffer_.clear();
+  too_long_ = false; // krafla patch
 
 #ifndef CPPHTTPLIB_ALLOW_LF_AS_LINE_TERMINATOR
   char prev_byte = 0;
@@ -1440,7 +1441,10 @@ bool stream_line_reader::getline() {
 #endif
       }
 
-      if (size() + take > CPPHTTPLIB_MAX_LINE_LENGTH) { return false; }
+      if (size() + take > CPPHTTPLIB_MAX_LINE_LENGTH) {
+        too_long_ = true; // krafla patch
+        return false;
+      }
 #ifndef CPPHTTPLIB_ALLOW_LF_AS_LINE_TERMINATOR
       prev_byte = buffered[take - 1];
 #endif
@@ -1454,6 +1458,7 @@ bool stream_line_reader::getline() {
     if (size() >= CPPHTTPLIB_MAX_LINE_LENGTH) {
       // Treat exceptionally long lines as an error to
       // prevent infinite loops/memory exhaustion
+      too_long_ = true; // krafla patch
       return false;
     }
     char byte;
@@ -1759,6 +1764,7 @@ public:
   socket_t socket() const override;
   time_t duration() const override;
   void set_read_timeout(time_t sec, time_t usec = 0) override;
+  void set_read_deadline(time_t msec) override; // krafla patch
   const char *buffered_data(size_t &size) const override;
   void consume_buffered(size_t size) override;
 
@@ -1776,7 +1782,7 @@ private:
   time_t write_timeout_sec_;
   time_t write_timeout_usec_;
   time_t max_timeout_msec_;
-  const std::chrono::time_point<std::chrono::steady_clock> start_time_;
+  std::chrono::time_point<std::chrono::steady_clock> start_time_; // krafla patch: not const
 
   std::vector<char> read_buff_;
   size_t read_buff_off_ = 0;
@@ -1844,16 +1850,27 @@ process_server_socket(const std::atomic<socket_t> &svr_sock, socket_t sock,
                       time_t keep_alive_timeout_sec, time_t read_timeout_sec,
                       time_t read_timeout_usec, time_t write_timeout_sec,
                       time_t write_timeout_usec, T callback) {
-  return process_server_socket_core(
-      svr_sock, sock, keep_alive_max_count, keep_alive_timeout_sec,
-      [&](bool close_connection, bool &connection_closed) {
-        SocketStream strm(sock, read_timeout_sec, read_timeout_usec,
-                          write_timeout_sec, write_timeout_usec);
-        // process_server_socket_core() only gets here once keep_alive() has
-        // seen the socket go readable.
-        strm.set_readable_hint();
-        return callback(strm, close_connection, connection_closed);
-      });
+  // krafla patch (pipelining): one stream for the whole connection, so that
+  // the bytes of a pipelined request already read into the stream's buffer
+  // are served next instead of being dropped with a per-request stream.
+  assert(keep_alive_max_count > 0);
+  SocketStream strm(sock, read_timeout_sec, read_timeout_usec,
+                    write_timeout_sec, write_timeout_usec);
+  auto ret = false;
+  auto count = keep_alive_max_count;
+  while (count > 0) {
+    if (!strm.is_readable()) {
+      if (!keep_alive(svr_sock, sock, keep_alive_timeout_sec)) { break; }
+      // keep_alive() has just seen the socket go readable.
+      strm.set_readable_hint();
+    }
+    auto close_connection = count == 1;
+    auto connection_closed = false;
+    ret = callback(strm, close_connection, connection_closed);
+    if (!ret || connection_closed) { break; }
+    count--;
+  }
+  return ret;
 }
 
 bool process_client_socket(
@@ -7060,6 +7077,12 @@ void SocketStream::set_read_timeout(time_t sec, time_t usec) {
   read_timeout_usec_ = usec;
 }
 
+// krafla patch (header deadline): see Stream::set_read_deadline.
+void SocketStream::set_read_deadline(time_t msec) {
+  max_timeout_msec_ = msec;
+  start_time_ = std::chrono::steady_clock::now();
+}
+
 // Buffer stream implementation
 bool BufferStream::is_readable() const { return true; }
 
@@ -7858,6 +7881,11 @@ Server::set_trusted_proxies(const std::vector<std::string> &proxies) {
 
 Server &Server::set_keep_alive_max_count(size_t count) {
   keep_alive_max_count_ = count;
+  return *this;
+}
+
+Server &Server::set_header_timeout(time_t sec) { // krafla patch
+  header_timeout_sec_ = sec;
   return *this;
 }
 
@@ -8896,8 +8924,29 @@ Server::process_request(Stream &strm, const std::string &remote_addr,
 
   detail::stream_line_reader line_reader(strm, buf.data(), buf.size());
 
+  // krafla patch (header deadline): a client that sends its request line and
+  // headers slowly (slowloris) holds a thread; bound the time they may take.
+  if (header_timeout_sec_ > 0) { strm.set_read_deadline(header_timeout_sec_ * 1000); }
+  auto header_deadline_passed = [&]() {
+    return header_timeout_sec_ > 0 && strm.duration() >= header_timeout_sec_ * 1000;
+  };
+
   // Connection has been closed on client
-  if (!line_reader.getline()) { return false; }
+  if (!line_reader.getline()) {
+    // krafla patch: a request line over the limit gets 414 (upstream closes
+    // without an answer), one cut off by the header deadline 408.
+    auto too_long = line_reader.too_long();
+    if (too_long || (line_reader.size() > 0 && header_deadline_passed())) {
+      Request req;
+      Response res;
+      res.version = "HTTP/1.1";
+      res.status = too_long ? StatusCode::UriTooLong_414
+                            : StatusCode::RequestTimeout_408;
+      connection_closed = true;
+      write_response(strm, true, req, res);
+    }
+    return false;
+  }
 
   Request req;
   req.start_time_ = std::chrono::steady_clock::now();
@@ -8919,10 +8968,16 @@ Server::process_request(Stream &strm, const std::string &remote_addr,
 
   // Request headers
   if (!detail::read_headers(strm, req.headers)) {
+    if (header_deadline_passed()) { // krafla patch (header deadline)
+      res.status = StatusCode::RequestTimeout_408;
+      connection_closed = true;
+      return write_response(strm, true, req, res);
+    }
     res.status = StatusCode::BadRequest_400;
     output_error_log(Error::InvalidHeaders, &req);
     return write_response(strm, close_connection, req, res);
   }
+  if (header_timeout_sec_ > 0) { strm.set_read_deadline(0); } // krafla patch
 
   // RFC 9112 §6.3: Reject requests whose framing is ambiguous, which would
   // otherwise let an intermediary and this parser disagree on where the body

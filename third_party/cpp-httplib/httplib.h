@@ -1858,6 +1858,10 @@ public:
     (void)usec;
   }
 
+  // krafla patch (header deadline): every read from now on must complete
+  // within `msec` milliseconds of this call; 0 lifts the deadline.
+  virtual void set_read_deadline(time_t msec) { (void)msec; }
+
   // Bytes already pulled off the socket and sitting in this stream's own
   // buffer. Exposing them lets a line reader scan for a terminator in one
   // pass instead of asking for a byte at a time. A stream that does no
@@ -2156,6 +2160,10 @@ public:
 
   Server &set_keep_alive_max_count(size_t count);
   Server &set_keep_alive_timeout(time_t sec);
+  // krafla patch (header deadline): the request line and headers must arrive
+  // within `sec` seconds of the request's first byte, or the request gets 408
+  // and the connection is closed; 0 (the default) sets no deadline.
+  Server &set_header_timeout(time_t sec);
   template <class Rep, class Period>
   Server &
   set_keep_alive_timeout(const std::chrono::duration<Rep, Period> &duration);
@@ -2208,6 +2216,7 @@ protected:
 
   size_t keep_alive_max_count_ = CPPHTTPLIB_KEEPALIVE_MAX_COUNT;
   time_t keep_alive_timeout_sec_ = CPPHTTPLIB_KEEPALIVE_TIMEOUT_SECOND;
+  time_t header_timeout_sec_ = 0; // krafla patch (header deadline)
   time_t read_timeout_sec_ = CPPHTTPLIB_SERVER_READ_TIMEOUT_SECOND;
   time_t read_timeout_usec_ = CPPHTTPLIB_SERVER_READ_TIMEOUT_USECOND;
   time_t write_timeout_sec_ = CPPHTTPLIB_SERVER_WRITE_TIMEOUT_SECOND;
@@ -3689,6 +3698,8 @@ public:
   size_t size() const;
   bool end_with_crlf() const;
   bool getline();
+  // krafla patch: the last getline() failed on a line over CPPHTTPLIB_MAX_LINE_LENGTH.
+  bool too_long() const { return too_long_; }
 
 private:
   void append(char c);
@@ -3699,6 +3710,7 @@ private:
   const size_t fixed_buffer_size_;
   size_t fixed_buffer_used_size_ = 0;
   std::string growable_buffer_;
+  bool too_long_ = false; // krafla patch
 };
 
 bool parse_trailers(stream_line_reader &line_reader, Headers &dest,
