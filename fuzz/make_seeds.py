@@ -173,6 +173,33 @@ def server_api_seeds():
     ]
 
 
+def http_request_seeds():
+    """Connections for fuzz/http_request.cpp: a mode byte (bit 0: the stream has the bytes buffered;
+    else reads of 1 + (byte >> 1) % 7 bytes), then what a client sends, requests back to back."""
+    body = b'{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2}'
+    auth = b"Authorization: Bearer sk-fuzz\r\n"
+    post = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Type: application/json\r\n"
+    conns = [
+        ("health", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("pipelined", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n" + auth +
+         b"\r\nGET /metrics HTTP/1.1\r\n" + auth + b"\r\n"),
+        ("chat", post + b"Content-Length: %d\r\n\r\n" % len(body) + body),
+        ("chunked", post + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"),
+        ("expect", post + b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body) + body),
+        ("too_large", post + b"Content-Length: 99999\r\n\r\n" + b"x" * 64),
+        ("cl_and_te", post + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n"),
+        ("no_key", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 15\r\n\r\n{\"prompt\":\"a\"}GET /health HTTP/1.1\r\n\r\n"),
+        ("options", b"OPTIONS /v1/chat/completions HTTP/1.1\r\nOrigin: https://example.org\r\n\r\n"),
+        ("head_405", b"HEAD /v1/models HTTP/1.1\r\n\r\nPUT /health HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"),
+        ("tokenize", b"POST /tokenize HTTP/1.1\r\n" + auth + b"Content-Length: 17\r\n\r\n{\"content\":\"hi\"}"),
+        ("bare_lf_http10", b"GET /health HTTP/1.0\nHost: x\n\n"),
+        ("no_colon", b"GET /health HTTP/1.1\r\nHost x\r\n\r\n"),
+    ]
+    for name, data in conns:
+        for mode in (1, 0, 6):
+            yield "%s_%d" % (name, mode), bytes([mode]) + data
+
+
 def put(name, fname, data):
     d = os.path.join(HERE, "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -236,6 +263,9 @@ def main():
         # hf_config: one small config.json per architecture.
         for name, data in hf_config_seeds():
             put("hf_config", name, data)
+        # http_request: connections (requests back to back).
+        for name, data in http_request_seeds():
+            put("http_request", name, data)
         # server_api: request bodies.
         for name, data in server_api_seeds():
             put("server_api", name, data)

@@ -37,6 +37,7 @@ OPTIONS = {
     "hf_encode": ["-max_len=4096"],
     "chat_template": ["-max_len=16384"],
     "server_api": ["-max_len=16384"],
+    "http_request": ["-max_len=8192"],
     "json": ["-max_len=131072"],
     "cli_run": ["-max_len=512", "-close_fd_mask=2"],
     "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
@@ -140,6 +141,23 @@ def gen_seeds(name, a, seeds):
             "18446744073709551615", "-9223372036854775808")]
         words += [b"\\u0000", b"\\ud800", b"\\ud83d\\ude00", b"\xc3", b"\xe2\x82", b'"', b"{", b"}", b"[", b"]"]
         path = os.path.join(a.work, name, "api.dict")
+        with open(path, "w") as f:
+            for w in words:  # libFuzzer's escapes: \\, \" and \xNN
+                f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
+                                           for c in w))
+        return ["-dict=" + path]
+    if name == "http_request":
+        # A dictionary of request lines, header names and framing values.
+        words = [w.encode() for w in (
+            "GET ", "POST ", "HEAD ", "OPTIONS ", "PUT ", " HTTP/1.1\r\n", " HTTP/1.0\r\n", "\r\n", "\r\n\r\n", "\n",
+            "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+            "/detokenize", "Host: x\r\n", "Content-Length: ", "Transfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: ", "Expect: 100-continue\r\n", "Connection: close\r\n",
+            "Connection: keep-alive\r\n", "Authorization: Bearer sk-fuzz\r\n", "Authorization: Bearer ",
+            "Content-Type: application/json\r\n", "Content-Type: multipart/form-data; boundary=b\r\n",
+            "Origin: https://example.org\r\n", "Range: bytes=0-1\r\n", "Accept: */*\r\n", "0\r\n\r\n",
+            "ffffffffffffffff", "-1", "4097", "{\"messages\":[]}", "{\"prompt\":\"hi\"}")]
+        path = os.path.join(a.work, name, "http.dict")
         with open(path, "w") as f:
             for w in words:  # libFuzzer's escapes: \\, \" and \xNN
                 f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c

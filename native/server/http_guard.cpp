@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <memory>
 #include <string>
 
 namespace server {
@@ -59,8 +58,6 @@ bool refuse_too_large(httplib::Response& res, const http_options& opt) {
 void close_after(httplib::Response& res) {
   if (res.get_header_value("Connection") != "close") res.set_header("Connection", "close");
 }
-
-bool error_needs_close(int status) { return status >= 400 && status != 404 && status != 405; }
 
 bool refuse_bad_framing(const httplib::Request& req, httplib::Response& res, const http_options& opt) {
   // httplib itself refuses more than CPPHTTPLIB_HEADER_MAX_COUNT (1000, set in CMakeLists.txt) with 400.
@@ -133,21 +130,6 @@ void install_http_guard(httplib::Server& svr, const http_options& opt, size_t mi
     unsigned long long n = 0;
     if (content_length(req, &n) && n > opt.max_body) return refuse_too_large(res, opt), 413;
     return 100;
-  });
-  // httplib writes `Connection: close` but keeps reading the connection unless the response's
-  // write fails: a body written by a provider that reports failure after its last byte makes
-  // process_request return false, and the connection is closed right after the full response.
-  svr.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.get_header_value("Connection") != "close" || res.body.empty() || req.method == "HEAD") return;
-    auto body = std::make_shared<std::string>(std::move(res.body));
-    res.body.clear();
-    if (!res.has_header("Content-Length")) res.set_header("Content-Length", std::to_string(body->size()));
-    res.content_length_ = body->size();
-    res.is_chunked_content_provider_ = false;
-    res.content_provider_ = [body](size_t offset, size_t length, httplib::DataSink& sink) {
-      sink.write(body->data() + offset, std::min(length, body->size() - offset));
-      return false;  // all written: end the connection
-    };
   });
 }
 

@@ -6,8 +6,9 @@
 //   - Expect: 100-continue announcing a body over --max-body gets 413 instead of 100 Continue;
 //   - POST bodies are read by the guard, which holds chunked bodies to --max-body (413) and the
 //     whole body to --timeout seconds (408);
-//   - after a response marked `Connection: close` the connection is really closed (httplib only
-//     writes the header): the framing of what follows a refused request is unknown (RFC 9112 6.3).
+//   - every error answer carries `Connection: close` (httplib adds it to each status >= 400), and
+//     the patched httplib then really closes the connection: the framing of what follows a refused
+//     request is unknown (RFC 9112 6.3).
 #pragma once
 #include <cstddef>
 
@@ -35,9 +36,5 @@ void post_with_limits(httplib::Server& svr, const char* path, const http_options
 
 // Marks res so that the connection is closed once it is written.
 void close_after(httplib::Response& res);
-
-// Whether an error status that cpp-httplib produced itself leaves the connection's framing unknown
-// (a malformed request, a body not read): all but 404 and 405.
-bool error_needs_close(int status);
 
 }  // namespace server

@@ -235,7 +235,6 @@ void install_routes(httplib::Server& svr, server_context& c) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;  // a handler's own error body
     send_error(res, make_error(res.status, status_message(res.status, req, c), "invalid_request_error", "",
                                res.status == 404 ? "not_found" : res.status == 413 ? "request_too_large" : ""));
-    if (error_needs_close(res.status)) close_after(res);  // the framing of what follows is unknown
   });
   svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";

@@ -8127,6 +8127,11 @@ bool Server::write_response_core(Stream &strm, bool close_connection,
     }
   }
 
+  // krafla patch: a response that says `Connection: close` ends the
+  // connection (RFC 9112 9.6); upstream wrote the header and went on reading
+  // requests. Reported as not ok, which stops the keep-alive loop.
+  if (res.get_header_value("Connection") == "close") { ret = false; }
+
   return ret;
 }
 
