@@ -12,6 +12,7 @@
 // Input: the first byte chooses how the stream hands over its bytes (all buffered, as a socket
 // stream that read ahead, or in small reads); the rest is the connection's bytes. Seeds:
 // fuzz/corpus/http_request (fuzz/make_seeds.py) and a dictionary of HTTP words (run.py).
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -47,8 +48,14 @@ class input_stream : public httplib::Stream {
     out.append(ptr, size);
     return (ssize_t)size;
   }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 40000; }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 8080; }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 40000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 8080;
+  }
   socket_t socket() const override { return INVALID_SOCKET; }  // poll() ignores it: "alive", no I/O
   time_t duration() const override { return 0; }
   const char* buffered_data(size_t& size) const override {
