@@ -140,12 +140,7 @@ def gen_seeds(name, a, seeds):
             "null", "true", "false", "-1", "0", "1", "2", "2.5", "1e999", "-0", "1e30", "2147483648",
             "18446744073709551615", "-9223372036854775808")]
         words += [b"\\u0000", b"\\ud800", b"\\ud83d\\ude00", b"\xc3", b"\xe2\x82", b'"', b"{", b"}", b"[", b"]"]
-        path = os.path.join(a.work, name, "api.dict")
-        with open(path, "w") as f:
-            for w in words:  # libFuzzer's escapes: \\, \" and \xNN
-                f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
-                                           for c in w))
-        return ["-dict=" + path]
+        return ["-dict=" + write_bytes_dict(a, name, "api.dict", words)]
     if name == "http_request":
         # A dictionary of request lines, header names and framing values.
         words = [w.encode() for w in (
@@ -157,12 +152,7 @@ def gen_seeds(name, a, seeds):
             "Content-Type: application/json\r\n", "Content-Type: multipart/form-data; boundary=b\r\n",
             "Origin: https://example.org\r\n", "Range: bytes=0-1\r\n", "Accept: */*\r\n", "0\r\n\r\n",
             "ffffffffffffffff", "-1", "4097", "{\"messages\":[]}", "{\"prompt\":\"hi\"}")]
-        path = os.path.join(a.work, name, "http.dict")
-        with open(path, "w") as f:
-            for w in words:  # libFuzzer's escapes: \\, \" and \xNN
-                f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
-                                           for c in w))
-        return ["-dict=" + path]
+        return ["-dict=" + write_bytes_dict(a, name, "http.dict", words)]
     if name in CLI_APP:
         # A dictionary of the program's option names and choices, from its --help.
         out = subprocess.run([os.path.join(a.bin, CLI_APP[name]), "--help"], capture_output=True, text=True).stdout
@@ -171,6 +161,16 @@ def gen_seeds(name, a, seeds):
                   "f32", "half", "interleaved", "-1", "0", "1", "4294967296", "nan", "inf", "1e40", "0x7fffffff"}
         return ["-dict=" + write_dict(a, name, sorted(words))]
     return []
+
+
+def write_bytes_dict(a, name, fname, words):
+    """A libFuzzer dictionary of byte strings; its escapes are \\\\, \\" and \\xNN only."""
+    path = os.path.join(a.work, name, fname)
+    with open(path, "w") as f:
+        for w in words:
+            f.write('"%s"\n' % "".join("\\" + chr(c) if c in b'\\"' else chr(c) if 32 <= c < 127 else "\\x%02X" % c
+                                       for c in w))
+    return path
 
 
 def write_dict(a, name, words):
