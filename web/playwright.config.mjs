@@ -28,7 +28,7 @@ export default defineConfig({
     },
   },
   webServer: [
-    { command: `node demo/server.mjs ${PORT} coi --models artifacts`, url: `${ISOLATED}/demo/index.html`, reuseExistingServer: false },
-    { command: `node demo/server.mjs ${PORT + 1} --models artifacts`, url: `${PLAIN}/demo/index.html`, reuseExistingServer: false },
+    { command: `node demo/server.mjs ${PORT} coi --count --models artifacts`, url: `${ISOLATED}/demo/index.html`, reuseExistingServer: false },
+    { command: `node demo/server.mjs ${PORT + 1} --count --models artifacts`, url: `${PLAIN}/demo/index.html`, reuseExistingServer: false },
   ],
 });

@@ -43,26 +43,26 @@ function onProgress(p) {
 }
 
 /**
- * The models whose bytes this browser's Cache Storage holds (as the package caches them: .mlb and
- * GGUF files by URL, a llama2.c checkpoint converted, a Hugging Face folder file by file), named
- * as when this page loaded them. The one place that reads the cache directly, so that
- * Krafla.cache.list() (not on this branch yet) can replace it.
+ * The models whose bytes this browser's cache holds, from Krafla.cache.list() (the package caches
+ * .mlb and GGUF files by URL, a llama2.c checkpoint converted under its `source` URL, a Hugging
+ * Face folder file by file), named as when this page loaded them, with their size on disk.
  */
 async function cachedModels() {
-  if (!globalThis.caches) return [];
-  const keys = (await (await caches.open(CACHE)).keys()).map((r) => new URL(r.url));
+  const entries = await Krafla.cache.list(CACHE).catch(() => []);
   const known = new Map((saved.loaded ?? []).map((m) => [m.url, m]));
   const out = [];
-  for (const u of keys) {
-    const name = decodeURIComponent(u.pathname.split('/').pop());
-    // A llama2.c checkpoint is cached converted, under URL?krafla-mlb=q8&tokenizer=TOKENIZER_URL.
-    const tokenizer = u.searchParams.get('krafla-mlb') ? u.searchParams.get('tokenizer') : undefined;
-    if (tokenizer) { u.searchParams.delete('krafla-mlb'); u.searchParams.delete('tokenizer'); }
-    if (name === 'config.json') {
-      const folder = u.href.slice(0, -'config.json'.length);
-      out.push(known.get(folder) ?? { url: folder, name: folder.split('/').at(-2) });
-    } else if (/\.(mlb|gguf)$/i.test(name) || tokenizer) {
-      out.push({ ...known.get(u.href), url: u.href, name: known.get(u.href)?.name ?? name, tokenizer });
+  for (const e of entries) {
+    const name = decodeURIComponent(new URL(e.url).pathname.split('/').pop());
+    if (e.source) { // a llama2.c conversion: its key is SOURCE?krafla-mlb=q8&tokenizer=TOKENIZER_URL
+      const tokenizer = new URL(e.url).searchParams.get('tokenizer') ?? undefined;
+      const srcName = decodeURIComponent(new URL(e.source).pathname.split('/').pop());
+      out.push({ ...known.get(e.source), url: e.source, name: known.get(e.source)?.name ?? srcName, tokenizer, size: e.size });
+    } else if (name === 'config.json') {
+      const folder = e.url.slice(0, -'config.json'.length);
+      const size = entries.filter((f) => f.url.startsWith(folder)).reduce((a, f) => a + f.size, 0);
+      out.push({ ...(known.get(folder) ?? { url: folder, name: folder.split('/').at(-2) }), size });
+    } else if (/\.(mlb|gguf)$/i.test(name)) {
+      out.push({ ...known.get(e.url), url: e.url, name: known.get(e.url)?.name ?? name, size: e.size });
     }
   }
   return out;

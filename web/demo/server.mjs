@@ -7,6 +7,8 @@
 // With `coi` it sends Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
 // require-corp, which make the page cross-origin isolated: SharedArrayBuffer, hence the threaded
 // (pthreads) builds. `?throttle=KBPS` on any file slows its transfer (tests watch the progress bar).
+// With `--count` it counts the requests for each path and answers /__requests with those counts
+// as JSON (`?reset=1`: and starts over): the tests check that the package fetches each file once.
 import { closeSync, createReadStream, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
@@ -17,6 +19,8 @@ const webRoot = resolve(here, '..');
 const args = process.argv.slice(2);
 const port = Number(args.find((a) => /^\d+$/.test(a)) ?? 8080);
 const coi = args.includes('coi');
+const counting = args.includes('--count');
+const counts = new Map();
 const modelDirs = [];
 for (let i = 0; i < args.length; ++i) if (args[i] === '--models') modelDirs.push(resolve(args[++i]));
 const shared = process.env.KRAFLA_SHARED ? resolve(process.env.KRAFLA_SHARED) : resolve(webRoot, '..', '..', 'shared');
@@ -98,6 +102,13 @@ const server = createServer((req, res) => {
     headers['Cross-Origin-Opener-Policy'] = 'same-origin';
     headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
   }
+  if (counting && url.pathname === '/__requests') {
+    res.writeHead(200, { ...headers, 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(Object.fromEntries(counts)));
+    if (url.searchParams.get('reset')) counts.clear();
+    return;
+  }
+  if (counting) counts.set(url.pathname, (counts.get(url.pathname) ?? 0) + 1);
   if (url.pathname === '/') {
     res.writeHead(302, { ...headers, Location: '/demo/' });
     res.end();

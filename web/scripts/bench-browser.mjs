@@ -6,7 +6,10 @@
 // Prints a Markdown table; with --write it replaces the section "## WebAssembly in Chromium
 // (issue 6)" of docs/benchmarks.md.
 //   node web/scripts/bench-browser.mjs [--write] [--big] [--reps N] [--threads N] [--decode N]
-//                                      [--builds B,B] [--models 260k,15m] [--pairs N]
+//                                      [--builds B,B] [--models 260k,15m] [--pairs N] [--real] [--chromium-only]
+// --real adds Qwen2.5-0.5B's and SmolLM2-135M's shapes (random Q8 weights from their config.json in
+// ../shared/data/hf, max_seq 512), on the SIMD builds, one repetition. --chromium-only leaves out
+// the node and native rows.
 // --builds and --models narrow the table (the wasm builds; the models by label prefix). --pairs N
 // then times wasm_simd128 in Chromium and native avx2 alternately N times on each model and
 // prints every pair's decode ratio and their median: on a shared, noisy machine one ratio of two
@@ -21,7 +24,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { Krafla } from '../src/index.js';
-import { artifactsDir, nativeMlb, repoDir, scalarBin, webDir } from '../test/native.mjs';
+import { artifactsDir, nativeMlb, repoDir, scalarBin, sharedDir, webDir } from '../test/native.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, d) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : d; };
@@ -29,7 +32,7 @@ const repsAll = Number(opt('--reps', 3));
 const mtThreads = Number(opt('--threads', 2));
 const PROMPT = 64;
 const DECODE = Number(opt('--decode', 64));
-const PORT = 8130;
+const PORT = Number(process.env.KRAFLA_BENCH_PORT ?? 8130); // another port when two checkouts bench at once
 
 mkdirSync(artifactsDir, { recursive: true });
 function randomModel(name, shape) {
@@ -49,6 +52,16 @@ if (args.includes('--big')) {
     ['--dim', '2048', '--hidden', '5632', '--layers', '4', '--heads', '32', '--kv-heads', '8', '--vocab', '32000', '--max-seq', '256', '--wtype', 'q4']),
   only: (b) => !b.startsWith('wasm_scalar'), reps: 1 });
 }
+if (args.includes('--real')) {
+  // Real models' shapes (their architecture too: Qwen2's q/k/v biases, tied embeddings) with random weights.
+  const simd = (b) => !b.startsWith('wasm_scalar');
+  for (const [label, folder, file] of [['SmolLM2-135M shape (random Q8)', 'smollm2-135m-instruct', 'random-smollm2-135m-q8.mlb'],
+    ['Qwen2.5-0.5B shape (random Q8)', 'qwen2.5-0.5b-instruct', 'random-qwen2.5-0.5b-q8.mlb']]) {
+    models.push({ label, only: simd, reps: 1, file: randomModel(file,
+      ['--config', join(sharedDir, 'data', 'hf', folder, 'config.json'), '--max-seq', '512', '--wtype', 'q8']) });
+  }
+}
+const chromiumOnly = args.includes('--chromium-only');
 const onlyModels = opt('--models', null)?.split(',');
 if (onlyModels) {
   const keep = models.filter((m) => onlyModels.some((p) => m.label.toLowerCase().includes(p.toLowerCase())));
@@ -102,6 +115,7 @@ try {
       if (r.error) { console.error(`${build} in Chromium: ${r.error}`); continue; }
       rows.push({ model: model.label, where: 'Chromium', build, threads, prefill: r.prefillTokensPerSecond, decode: r.decodeTokensPerSecond });
       console.error(rows.at(-1));
+      if (chromiumOnly) continue;
       let k = null;
       try {
         k = await Krafla.create({ build, threads: threads > 1 ? threads : false });
@@ -115,7 +129,7 @@ try {
       rows.push({ model: model.label, where: `node ${process.version.split('.')[0]}`, build, threads, prefill: n.prefillTokensPerSecond, decode: n.decodeTokensPerSecond });
       console.error(rows.at(-1));
     }
-    for (const preset of ['scalar', 'avx2', 'native']) {
+    for (const preset of chromiumOnly ? [] : ['scalar', 'avx2', 'native']) {
       for (const threads of [1, mtThreads]) {
         const b = native(preset, model, threads, reps);
         if (b) rows.push({ model: model.label, where: 'native', build: preset, threads, prefill: b.prefill, decode: b.decode });

@@ -58,10 +58,33 @@ async function listBuilds(distUrl) {
 
 const STATUS_KINDS = ['ok', 'io', 'format', 'shape', 'nomem', 'isa', 'arg'];
 
-async function importBuild(distUrl, name, poolSize) {
+async function fetchText(url) {
+  const r = await fetch(url).catch((e) => { throw new KraflaError(`krafla: fetching ${url}: ${e.message}`, 'setup'); });
+  if (!r.ok) throw new KraflaError(`krafla: fetching ${url}: HTTP ${r.status}`, 'setup');
+  return r.text();
+}
+
+// A threaded build's pthreads are web workers that each load krafla.worker.js, which then imports
+// the glue krafla.mjs: left to Emscripten, the glue is fetched once per thread and the worker
+// script once per pthread. Fetched here once each, they are handed out as blob: URLs (the glue's
+// mainScriptUrlOrBlob, the worker's locateFile). A blob: URL is no base for relative ones: the
+// glue's import.meta.url (where it finds krafla.wasm, also in each pthread) becomes its real URL.
+async function importShared(modUrl, opts) {
+  const blobUrl = (text) => URL.createObjectURL(new Blob([text], { type: 'text/javascript' }));
+  const [glue, pthread] = await Promise.all([fetchText(modUrl), fetchText(new URL('krafla.worker.js', modUrl))]);
+  const glueUrl = blobUrl(glue.replaceAll('import.meta.url', JSON.stringify(modUrl.href)));
+  const workerUrl = blobUrl(pthread);
+  opts.mainScriptUrlOrBlob = glueUrl;
+  opts.locateFile = (path) => (path.endsWith('.worker.js') ? workerUrl : new URL(path, modUrl).href);
+  return (await import(glueUrl)).default;
+}
+
+async function importBuild(distUrl, name, poolSize, threaded) {
   const modUrl = new URL(`${name}/krafla.mjs`, distUrl);
-  const { default: factory } = await import(modUrl.href);
   const opts = { pthreadPoolSize: poolSize };
+  const web = modUrl.protocol === 'http:' || modUrl.protocol === 'https:';
+  const factory = threaded && web && typeof Blob === 'function' && typeof URL.createObjectURL === 'function'
+    ? await importShared(modUrl, opts) : (await import(modUrl.href)).default;
   if (modUrl.protocol === 'file:') {
     // 3.1.6's node glue cannot fetch its .wasm from an ES module (../shared/TOOLCHAIN.md, section 1).
     const { readFile } = await import('node:fs/promises');
@@ -168,7 +191,7 @@ export class Host {
     const cores = features.hardwareConcurrency || 1;
     // Threads: the caller plus a pthread pool of n - 1 workers started with the module.
     this.threads = choice.threaded ? (typeof threads === 'number' ? threads : Math.max(1, Math.min(cores, 4))) : 1;
-    this.mod = await importBuild(distUrl, choice.name, Math.max(1, this.threads - 1));
+    this.mod = await importBuild(distUrl, choice.name, Math.max(1, this.threads - 1), choice.threaded);
     const m = this.mod;
     this.build = {
       ...choice,

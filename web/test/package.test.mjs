@@ -1,12 +1,15 @@
 // The package under node: every wasm build in dist/ against the native scalar build (ml_run).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chooseBuild, detectFeatures, Krafla } from '../src/index.js';
 import { Host } from '../src/host.js';
-import { checkpoint, modelsDir, nativeGreedy, nativeMlb, nativeSampled, slowModel, tokenizer, webDir } from './native.mjs';
+import { GGUF_TYPE, withArchitecture, withTensorType } from './gguf-craft.mjs';
+import { checkpoint, modelsDir, nativeGreedy, nativeMlb, nativeSampled, scalarBin, slowModel, tokenizer, webDir } from './native.mjs';
 
 const all = JSON.parse(readFileSync(join(webDir, 'dist', 'builds.json'), 'utf8')).builds;
 // KRAFLA_TEST_BUILDS=a,b limits the per-build tests (scripts/test-web runs the relaxed builds under node 22).
@@ -229,6 +232,25 @@ describe('one engine', () => {
     await k.load(nativeMlb());
     assert.equal((await k.complete(PROMPT, { temperature: 0, maxTokens: 10 })).stats.generatedTokens, 10);
     await assert.rejects(k.complete(PROMPT, { topP: 0 }), /topP 0 must be in \(0, 1\]/);
+  });
+
+  test('an unsupported GGUF (architecture, tensor type) is refused, kind format, naming it as native ml_run does', async () => {
+    const src = join(modelsDir, 'stories260K-gguf', 'stories260K.gguf');
+    const dir = mkdtempSync(join(tmpdir(), 'krafla-gguf-'));
+    try {
+      withArchitecture(src, join(dir, 'arch.gguf'), 'mamba');
+      withTensorType(src, join(dir, 'q8_1.gguf'), 'blk.0.attn_q.weight', GGUF_TYPE.Q8_1);
+      for (const [f, what] of [['arch.gguf', 'architecture "mamba" is not supported (llama, qwen2, qwen3, gemma3, qwen35)'],
+        ['q8_1.gguf', 'tensor blk.0.attn_q.weight: type Q8_1 is not supported (F32, F16, BF16, Q8_0']]) {
+        const native = spawnSync(join(scalarBin, 'ml_run'), [join(dir, f), '-p', 'x', '-n', '1'], { encoding: 'utf8' });
+        assert.ok(native.status !== 0 && native.stderr.includes(what), native.stderr); // the oracle says the same
+        await assert.rejects(k.load(readFileSync(join(dir, f))), (e) => e.kind === 'format' && e.message.includes(what) && !/implausible/.test(e.message));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await k.load(nativeMlb());
+    assert.equal((await k.complete(PROMPT, { temperature: 0, maxTokens: 10 })).stats.generatedTokens, 10);
   });
 
   test('unload frees the model; a later load works', async () => {
