@@ -184,6 +184,8 @@ void ml_file_close(ml_file* f) {
   *f = ml_file{};
 }
 
+bool ml_file_replace(const char* from, const char* to) { return std::rename(from, to) == 0; }
+
 const char* ml_file_kind(unsigned mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";

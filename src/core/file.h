@@ -59,6 +59,11 @@ void ml_file_release(const ml_file* f, size_t offset, size_t len);
 
 void ml_file_close(ml_file* f);
 
+// Renames from over to, replacing a file at to (POSIX rename; Windows MoveFileExW with
+// MOVEFILE_REPLACE_EXISTING, where the C runtime's rename refuses an existing target). UTF-8
+// paths. true on success.
+bool ml_file_replace(const char* from, const char* to);
+
 // "a directory", "a FIFO", "a character device", ... for a stat mode that is not a regular file.
 const char* ml_file_kind(unsigned mode);
 

@@ -143,6 +143,12 @@ void ml_file_close(ml_file* f) {
   *f = ml_file{};
 }
 
+bool ml_file_replace(const char* from, const char* to) {
+  ml_wpath a, b;
+  return ml_win_widen(from, &a) && ml_win_widen(to, &b) &&
+         MoveFileExW(a.p, b.p, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH);
+}
+
 const char* ml_file_kind(unsigned mode) {
   switch (mode & _S_IFMT) {
     case _S_IFDIR: return "a directory";

@@ -246,7 +246,7 @@ bool write_cache(const ml_model* m, const ml_pack_params* p, const char* path, c
   bool ok = write_all(fd, h, CACHE_HEADER) && write_all(fd, packed, bytes);
   ok = (::fsync(fd) == 0) && ok;
   ok = (::close(fd) == 0) && ok;
-  if (ok) ok = std::rename(tmp, path) == 0;
+  if (ok) ok = ml_file_replace(tmp, path);  // std::rename cannot replace a file on Windows
   if (!ok) ::unlink(tmp);
   return ok;
 }
