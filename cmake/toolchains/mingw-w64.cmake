@@ -15,8 +15,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 # The header-only host packages (Catch2, CLI11) come from cmake/cross_deps.cmake instead.
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-# binmode.o: every file the C runtime opens (open, fopen) is binary by default, as on POSIX; no
-# "\n" -> "\r\n" anywhere (the apps also put stdin/stdout/stderr in binary mode, main_guard.cpp).
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-static -static-libgcc -static-libstdc++ /usr/${ML_CROSS_TRIPLE}/lib/binmode.o")
+# Files are opened in binary mode by default through _fmode = _O_BINARY in main (native/main_guard.cpp,
+# tests/catch_main.cpp): Debian's binmode.o is empty.
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-static -static-libgcc -static-libstdc++")
 # Each build tree has its own wine prefix (build/<preset>/wine-prefix), created on first use.
 set(CMAKE_CROSSCOMPILING_EMULATOR ${CMAKE_CURRENT_LIST_DIR}/wine-run.sh ${CMAKE_BINARY_DIR}/wine-prefix)
