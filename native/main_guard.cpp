@@ -7,11 +7,25 @@
 #include <cstdio>
 #include <cstring>
 
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#include <stdlib.h>
+#endif
+
 #include "krafla.h"
 
 int ml_main(int argc, char** argv);
 
 int main(int argc, char** argv) {
+#ifdef _WIN32
+  // Bytes in and out as they are: no "\n" -> "\r\n" in generated text, token ids or .mlb files
+  // written to stdout, no "\r\n" -> "\n" (or ^Z as end of file) in what is read from stdin.
+  _fmode = _O_BINARY;  // open() and fopen() without "b" or O_BINARY: binary too, as on POSIX
+  _setmode(_fileno(stdin), _O_BINARY);
+  _setmode(_fileno(stdout), _O_BINARY);
+  _setmode(_fileno(stderr), _O_BINARY);
+#endif
   if (const char* missing = ml_cpu_missing(ML_BUILD_ISA)) {
     const char* prog = std::strrchr(argv[0], '/');
     std::fprintf(stderr, "%s: this build needs the %s instruction set, but the CPU lacks %s\n",

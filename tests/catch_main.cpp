@@ -11,8 +11,15 @@
 #include <cstring>
 
 #include "core/isa_check.h"
+#ifdef _WIN32
+#include <fcntl.h>
+#include <stdlib.h>
+#endif
 
 int main(int argc, char** argv) {
+#ifdef _WIN32
+  _fmode = _O_BINARY;  // files binary by default, as the programs have them (native/main_guard.cpp)
+#endif
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0;
   if (const char* missing = ml_isa_missing(ML_BUILD_ISA); missing && !listing) {

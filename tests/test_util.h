@@ -14,6 +14,8 @@
 #include <system_error>
 #include <vector>
 
+#include "test_tmp.h"
+
 // The shared/ folder with real models and data: $KRAFLA_SHARED, else the configured default.
 inline std::string ml_test_shared(const std::string& rel = "") {
   const char* env = std::getenv("KRAFLA_SHARED");
@@ -27,8 +29,8 @@ inline std::string ml_test_shared(const std::string& rel = "") {
 struct ml_test_dir {
   std::filesystem::path p;
   ml_test_dir() {
-    std::string t = (std::filesystem::temp_directory_path() / "krafla_dir_XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
+    const std::string t = ml_test_mkdtemp("krafla_dir_");
+    REQUIRE(!t.empty());
     p = t;
   }
   ~ml_test_dir() {

@@ -81,6 +81,10 @@ CLI::Option* allow_empty(CLI::Option* opt) {
 
 int parse(CLI::App& app, const char* prog, int argc, char** argv) {
   make_strict(app);
+  // CLI11 takes "/x" for an option /x on Windows by default; "/" starts a path here (C:/m.mlb
+  // and /models/m.mlb alike), and options are "-x" or "--x" on every system.
+  app.allow_windows_style_options(false);
+  for (CLI::App* sub : app.get_subcommands({})) sub->allow_windows_style_options(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -85,7 +85,7 @@ ml_status cv_random(const cv_random_opts* o, ml_error* err);
 // Converts a Hugging Face folder (safetensors weights, config.json, tokenizer files).
 ml_status cv_hf(const cv_hf_opts* o, ml_error* err);
 // The same conversion into memory (o->out unused), for a folder converted at load: the .mlb bytes
-// in one malloc'd buffer as cv_write_memory gives them (free with std::free).
+// in one buffer as cv_write_memory gives them (free with ml_aligned_free, core/aligned.h).
 ml_status cv_hf_memory(const cv_hf_opts* o, uint8_t** out, size_t* size, ml_error* err);
 
 // --- memory ----------------------------------------------------------------------------------
@@ -173,8 +173,8 @@ ml_status cv_add_quantized(cv_model* m, const char* name, uint32_t rows, uint32_
 // Writes the model with ml_mlb_write.
 ml_status cv_write(const cv_model* m, const char* path, ml_error* err);
 
-// The same .mlb bytes into one malloc'd, 64-byte-aligned buffer (*out, *size; free with
-// std::free), for a model converted at load. Each tensor's bytes are freed as soon as they are
+// The same .mlb bytes into one 64-byte-aligned buffer (*out, *size; free with ml_aligned_free
+// of core/aligned.h), for a model converted at load. Each tensor's bytes are freed as soon as they are
 // copied, so the peak stays near one model's size; m is spent afterwards (write it no more).
 ml_status cv_write_memory(cv_model* m, uint8_t** out, size_t* size, ml_error* err);
 

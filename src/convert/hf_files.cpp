@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/posix_compat.h"
+
 cv_hf_files::~cv_hf_files() {
   ml_file_close(&tokenizer);
   ml_file_close(&config);

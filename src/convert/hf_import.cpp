@@ -37,6 +37,7 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/bump.h"
+#include "core/posix_compat.h"
 #include "core/file.h"
 #include "core/json.h"
 

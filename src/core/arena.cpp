@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/aligned.h"
 #include "core/checked.h"
 
 ml_status ml_arena_take(ml_arena* a, size_t count, size_t elem, void** out, ml_error* err) {
@@ -27,7 +28,7 @@ ml_status ml_arena_alloc(ml_arena* a, ml_error* err) {
   size_t cap;
   if (!ml_align_up(a->used == 0 ? ML_ALIGN : a->used, ML_ALIGN, &cap))
     return ml_fail(err, ML_E_NOMEM, "arena: %zu bytes overflow", a->used);
-  void* p = std::aligned_alloc(ML_ALIGN, cap);
+  void* p = ml_aligned_alloc(ML_ALIGN, cap);
   if (!p) return ml_fail(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes", cap);
   std::memset(p, 0, cap);
   a->base = static_cast<uint8_t*>(p);
@@ -37,6 +38,6 @@ ml_status ml_arena_alloc(ml_arena* a, ml_error* err) {
 }
 
 void ml_arena_free(ml_arena* a) {
-  std::free(a->base);
+  ml_aligned_free(a->base);
   *a = ml_arena{};
 }

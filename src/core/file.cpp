@@ -1,6 +1,6 @@
+// POSIX file access (core/file.h); Windows has file_win.cpp, and file_common.cpp holds the rest.
 #include "core/file.h"
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,55 +13,20 @@
 #include <sys/mman.h>
 #endif
 
+#include "core/aligned.h"
+#include "core/file_common.h"
+
 namespace {
 
-// The open inputs: a fixed table under a spinlock (files are opened a few at a time, never in a
-// hot path). A file opened while the table is full is simply not listed.
-constexpr int MAX_INPUTS = 32;
-constexpr size_t INPUT_PATH = 512;
-struct input_entry {
-  bool used;
-  unsigned long long dev, ino;
-  char path[INPUT_PATH];
-};
-input_entry g_inputs[MAX_INPUTS];
-std::atomic_flag g_inputs_lock = ATOMIC_FLAG_INIT;
-
-struct inputs_guard {
-  inputs_guard() { while (g_inputs_lock.test_and_set(std::memory_order_acquire)) {} }
-  ~inputs_guard() { g_inputs_lock.clear(std::memory_order_release); }
-};
-
-int add_input(const struct stat& st, const char* path) {
-  inputs_guard g;
-  for (int i = 0; i < MAX_INPUTS; ++i) {
-    input_entry& e = g_inputs[i];
-    if (e.used) continue;
-    e.used = true;
-    e.dev = (unsigned long long)st.st_dev;
-    e.ino = (unsigned long long)st.st_ino;
-    std::snprintf(e.path, sizeof e.path, "%s", path);
-    return i;
-  }
-  return -1;
-}
-
-void remove_input(int slot) {
-  if (slot < 0 || slot >= MAX_INPUTS) return;
-  inputs_guard g;
-  g_inputs[slot].used = false;
-}
-
 ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* err) {
-  const size_t cap = size == 0 ? 64 : (size + 63) / 64 * 64;
-  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, cap));
+  uint8_t* buf = static_cast<uint8_t*>(ml_aligned_alloc(64, size));
   if (!buf) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate %zu bytes to read it", path, size);
   size_t got = 0;
   while (got < size) {
     const ssize_t r = ::read(fd, buf + got, size - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      std::free(buf);
+      ml_aligned_free(buf);
       return ml_fail(err, ML_E_IO, "%s: read failed at byte %zu: %s", path, got,
                      r == 0 ? "unexpected end of file" : std::strerror(errno));
     }
@@ -134,23 +99,15 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
       f->size = size;
       f->mapped = true;
       ::close(fd);
-      f->input_slot = add_input(st, path);
+      f->input_slot = ml_file_input_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path);
       return ML_OK;
     }
   }
 #endif
   s = read_all(fd, path, size, f, err);
   ::close(fd);
-  if (s == ML_OK) f->input_slot = add_input(st, path);
+  if (s == ML_OK) f->input_slot = ml_file_input_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path);
   return s;
-}
-
-void ml_file_borrow(ml_file* f, const void* data, size_t size) {
-  f->data = static_cast<const uint8_t*>(data);
-  f->size = size;
-  f->mapped = false;
-  f->borrowed = true;
-  f->input_slot = -1;
 }
 
 void ml_file_adopt(ml_file* f, void* data, size_t size) {
@@ -163,7 +120,7 @@ void ml_file_adopt(ml_file* f, void* data, size_t size) {
   if (fd < 0) return;
   const bool mapped = ml_file_write_all(fd, data, size, "the temporary file", nullptr) == ML_OK && map_fd(f, fd, size);
   ::close(fd);
-  if (mapped) std::free(data);
+  if (mapped) ml_aligned_free(data);
 }
 
 int ml_file_temp() {
@@ -216,16 +173,18 @@ void ml_file_release(const ml_file* f, size_t offset, size_t len) {
 }
 
 void ml_file_close(ml_file* f) {
-  remove_input(f->input_slot);
+  ml_file_input_remove(f->input_slot);
   if (f->data && !f->borrowed) {
 #if !ML_NO_MMAP
     if (f->mapped) ::munmap(const_cast<uint8_t*>(f->data), f->size);
     else
 #endif
-      std::free(const_cast<uint8_t*>(f->data));
+      ml_aligned_free(const_cast<uint8_t*>(f->data));
   }
   *f = ml_file{};
 }
+
+bool ml_file_replace(const char* from, const char* to) { return std::rename(from, to) == 0; }
 
 const char* ml_file_kind(unsigned mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -236,14 +195,4 @@ const char* ml_file_kind(unsigned mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
   if (S_ISREG(mode)) return "a regular file";
   return "a special file";
-}
-
-bool ml_file_find_input(unsigned long long dev, unsigned long long ino, char* path, size_t cap) {
-  inputs_guard g;
-  for (const input_entry& e : g_inputs) {
-    if (!e.used || e.dev != dev || e.ino != ino) continue;
-    if (cap > 0) std::snprintf(path, cap, "%s", e.path);
-    return true;
-  }
-  return false;
 }

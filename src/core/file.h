@@ -1,5 +1,7 @@
-// A whole file, read-only in memory: mapped with mmap, or read into one 64-byte-aligned buffer
-// when built with ML_NO_MMAP (the WebAssembly build) or when mapping fails.
+// A whole file, read-only in memory: mapped (mmap; on Windows CreateFileMapping + MapViewOfFile),
+// or read into one 64-byte-aligned buffer when built with ML_NO_MMAP (the WebAssembly build; an
+// option everywhere) or when mapping fails. POSIX: file.cpp; Windows: file_win.cpp (paths are
+// UTF-8, converted to UTF-16); both: file_common.cpp.
 // Only regular files are inputs: a FIFO, a device, a socket or a directory is refused (ML_E_ARG)
 // without blocking. Every file open here is listed (device and inode, path) until it is closed,
 // so that an output (core/out_file.h) can refuse to replace a file the process is reading.
@@ -33,10 +35,10 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err);
 // Wraps a caller-owned buffer (the wasm loader passes bytes it received); close does not free it.
 void ml_file_borrow(ml_file* f, const void* data, size_t size);
 
-// Takes a malloc'd buffer (a model converted at load). Where files can be mapped, the bytes move
+// Takes a buffer from ml_aligned_alloc (core/aligned.h; a model converted at load). Where files can be mapped, the bytes move
 // to an unlinked temporary file (ml_file_temp) that is mapped instead, and the buffer is freed,
 // so packing can release the originals' pages as it does for a model read from disk; otherwise
-// the buffer stays and close frees it with std::free.
+// the buffer stays and close frees it with ml_aligned_free.
 void ml_file_adopt(ml_file* f, void* data, size_t size);
 
 // An unlinked temporary file in $TMPDIR (default /tmp), open for reading and writing, for a model
@@ -56,6 +58,11 @@ ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err);
 void ml_file_release(const ml_file* f, size_t offset, size_t len);
 
 void ml_file_close(ml_file* f);
+
+// Renames from over to, replacing a file at to (POSIX rename; Windows MoveFileExW with
+// MOVEFILE_REPLACE_EXISTING, where the C runtime's rename refuses an existing target). UTF-8
+// paths. true on success.
+bool ml_file_replace(const char* from, const char* to);
 
 // "a directory", "a FIFO", "a character device", ... for a stat mode that is not a regular file.
 const char* ml_file_kind(unsigned mode);

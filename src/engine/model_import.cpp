@@ -8,6 +8,7 @@
 
 #include "convert/convert.h"
 #include "core/file.h"
+#include "core/posix_compat.h"
 #include "convert/gguf_types.h"
 
 ml_source_kind ml_source_kind_of_bytes(const void* data, size_t size) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/aligned.h"
 #include "core/checked.h"
 #include "core/file.h"
 #include "core/out_file.h"
@@ -222,7 +223,7 @@ ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* t
     return ml_fail(err, ML_E_NOMEM, "the converted model of %llu bytes does not fit in memory",
                    (unsigned long long)hdr.file_size);
   const size_t bytes = (size_t)((hdr.file_size + ML_MLB_ALIGN - 1) & ~(ML_MLB_ALIGN - 1));
-  uint8_t* mem = static_cast<uint8_t*>(std::aligned_alloc(ML_MLB_ALIGN, bytes));
+  uint8_t* mem = static_cast<uint8_t*>(ml_aligned_alloc(ML_MLB_ALIGN, bytes));
   if (!mem)
     return ml_fail(err, ML_E_NOMEM, "cannot allocate %zu bytes for the converted model", bytes);
   sink o;
@@ -230,7 +231,7 @@ ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* t
   const ml_status s = emit(&o, "the converted model", hdr, tensors, n_tensors, tokenizer, tokenizer_size,
                            tokenizer_kind, after_tensor, user, err);
   if (s != ML_OK) {
-    std::free(mem);
+    ml_aligned_free(mem);
     return s;
   }
   *out = mem;

@@ -24,7 +24,7 @@ struct ml_mlb_tensor_src {
 ml_status ml_mlb_write(const char* path, const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,
                        const uint8_t* tokenizer, size_t tokenizer_size, ml_error* err, uint32_t tokenizer_kind = 1);
 
-// The same bytes into one 64-byte-aligned buffer of *size bytes (free it with std::free), for a
+// The same bytes into one 64-byte-aligned buffer of *size bytes (free it with ml_aligned_free), for a
 // model converted at load. after_tensor (may be null) is called with i once tensor i's bytes are
 // copied, so the caller can free its copy and keep the peak near one model's size.
 ml_status ml_mlb_write_memory(const ml_mlb_header* h, const ml_mlb_tensor_src* tensors, size_t n_tensors,

@@ -10,6 +10,7 @@
 
 #include "model/model.h"
 
+#include "core/aligned.h"
 #include "core/quant_ref.h"
 #include "model/limits.h"
 #include "model/tensor_table.h"
@@ -268,7 +269,7 @@ void ml_model_free(ml_model* m) {
   if (m->tok) ml_tokenizer_free(m->tok);
   ml_arena_free(&m->tables);
   std::free(m->layers);
-  std::free(m->packed_mem);
+  ml_aligned_free(m->packed_mem);
   ml_file_close(&m->pack_file);
   ml_file_close(&m->file);
   *m = ml_model{};

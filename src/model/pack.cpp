@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/aligned.h"
+#include "core/posix_compat.h"
 #include "core/checked.h"
 #include "core/hash.h"
 #include "model/format.h"
@@ -244,7 +246,7 @@ bool write_cache(const ml_model* m, const ml_pack_params* p, const char* path, c
   bool ok = write_all(fd, h, CACHE_HEADER) && write_all(fd, packed, bytes);
   ok = (::fsync(fd) == 0) && ok;
   ok = (::close(fd) == 0) && ok;
-  if (ok) ok = std::rename(tmp, path) == 0;
+  if (ok) ok = ml_file_replace(tmp, path);  // std::rename cannot replace a file on Windows
   if (!ok) ::unlink(tmp);
   return ok;
 }
@@ -278,7 +280,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
   } else {
     size_t cap;
     if (!ml_align_up(total, 64, &cap)) return ml_fail(err, ML_E_NOMEM, "packing: %zu bytes overflow", total);
-    m->packed_mem = std::aligned_alloc(64, cap == 0 ? 64 : cap);
+    m->packed_mem = ml_aligned_alloc(64, cap == 0 ? 64 : cap);
     if (!m->packed_mem) return ml_fail(err, ML_E_NOMEM, "packing: cannot allocate %zu bytes", total);
     base = static_cast<const uint8_t*>(m->packed_mem);
   }

@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "krafla.h"
+#include "test_tmp.h"
 
 namespace api {
 
@@ -18,9 +18,8 @@ namespace api {
 // Emscripten, when ctest runs two test processes at once).
 inline std::string tmp_path(const std::string& name) {
   static const std::string dir = [] {
-    char t[] = "/tmp/krafla-api-XXXXXX";
-    const char* d = mkdtemp(t);
-    return std::string(d ? d : "/tmp");
+    const std::string d = ml_test_mkdtemp("krafla-api-");
+    return d.empty() ? std::filesystem::temp_directory_path().string() : d;
   }();
   return dir + "/" + name;
 }

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <unistd.h>
+#include <filesystem>
 #include <vector>
 
 #include "convert/convert.h"
@@ -19,14 +19,14 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "test_tmp.h"
 
 namespace {
 
 std::string tmp(const std::string& name) {
   static const std::string dir = [] {
-    char t[] = "/tmp/krafla-archs-XXXXXX";
-    const char* d = mkdtemp(t);
-    return std::string(d ? d : "/tmp");
+    const std::string d = ml_test_mkdtemp("krafla-archs-");
+    return d.empty() ? std::filesystem::temp_directory_path().string() : d;
   }();
   return dir + "/" + name;
 }

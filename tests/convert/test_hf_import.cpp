@@ -6,6 +6,7 @@
 // config.json is test_hf_config.cpp's, damaged folders test_hf_import_bad.cpp's; the end-to-end
 // run of a real model (tinystories-656k-hf) is e2e/cli/test_hf_import.py.
 #include "hf_fixture.h"  // Catch2, the converter, the .mlb reader, test_util.h
+#include "core/aligned.h"
 
 using namespace hf_test;
 
@@ -270,7 +271,7 @@ TEST_CASE("hf import: cv_hf_memory and a conversion at load (cv_hf_opts::mem) gi
   ml_error err;
   REQUIRE(cv_hf_memory(&o, &bytes, &size, &err) == ML_OK);
   CHECK(std::vector<uint8_t>(bytes, bytes + size) == want);
-  std::free(bytes);
+  ml_aligned_free(bytes);
   cv_mem_out out = converted_out();  // the unlinked temporary file where files are mapped
   o.mem = &out;
   REQUIRE(cv_hf(&o, &err) == ML_OK);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/posix_compat.h"  // localtime_r on Windows
 #include "model/chat/eval.h"
 
 namespace jj {

@@ -1,0 +1,267 @@
+// Windows output files (core/out_file.h): the same contract as out_file.cpp with Windows calls.
+// The temporary file "<target>.tmp.<pid>" is created with CREATE_NEW (O_EXCL), written through
+// a C runtime descriptor, flushed (_commit: FlushFileBuffers) and moved over the target with
+// MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH). "Same file" is the same volume
+// serial number and file index (GetFileInformationByHandle). Differences from POSIX: a symbolic
+// link at the target is replaced, not followed; permissions are not copied (Windows ACLs are
+// inherited from the folder); the cleanup runs on SIGINT, SIGTERM and SIGBREAK (Ctrl-C/Break).
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <io.h>
+#include <windows.h>
+
+#include "core/file.h"
+#include "core/out_file.h"
+#include "core/win_path.h"
+
+namespace {
+
+constexpr size_t BUF_SIZE = size_t(1) << 18;
+
+// ---- The cleanup table (as out_file.cpp: free 0, being filled 1, ready 2) ---------------------
+constexpr int MAX_CLEANUP = 16;
+enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
+struct cleanup_slot {
+  std::atomic<int> state;
+  char path[ML_OUT_PATH_MAX];
+};
+cleanup_slot g_cleanup[MAX_CLEANUP];
+std::atomic<bool> g_installed{false};
+const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGBREAK};
+
+// The C runtime runs a console signal's handler on a thread of its own, so the wide conversion
+// and DeleteFileW are safe here.
+extern "C" void ml_cleanup_on_signal(int sig) {
+  for (cleanup_slot& s : g_cleanup) {
+    if (s.state.load(std::memory_order_acquire) != SLOT_READY) continue;
+    ml_wpath w;
+    if (ml_win_widen(s.path, &w)) DeleteFileW(w.p);
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+bool write_all(int fd, const uint8_t* p, size_t n, int* e) {
+  while (n > 0) {
+    const unsigned chunk = (unsigned)(n < ((size_t)1 << 30) ? n : (size_t)1 << 30);
+    const int r = ::_write(fd, p, chunk);
+    if (r <= 0) {
+      *e = r < 0 ? errno : EIO;
+      return false;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
+
+ml_status fail_write(ml_out_file* o, int e, ml_error* err) {
+  ml_out_discard(o);
+  o->error = e;
+  return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(e));
+}
+
+bool flush(ml_out_file* o, int* e) {
+  const bool ok = write_all(o->fd, o->buf, o->fill, e);
+  o->fill = 0;
+  return ok;
+}
+
+bool copy_path(char* dst, const char* src) {
+  const size_t n = std::strlen(src);
+  if (n + 32 >= ML_OUT_PATH_MAX) return false;
+  std::memcpy(dst, src, n + 1);
+  return true;
+}
+
+// Opens path for its identity only (no read or write access; a directory too). INVALID_HANDLE_VALUE
+// when it cannot be opened.
+HANDLE open_meta(const char* path) {
+  ml_wpath w;
+  if (!ml_win_widen(path, &w)) return INVALID_HANDLE_VALUE;
+  return CreateFileW(w.p, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                     FILE_FLAG_BACKUP_SEMANTICS, nullptr);
+}
+
+ml_status check_not_an_input(const char* path, const ml_file_id& id, const char* const* inputs, size_t n_inputs,
+                             ml_error* err) {
+  for (size_t i = 0; i < n_inputs; ++i) {
+    if (!inputs[i]) continue;
+    HANDLE h = open_meta(inputs[i]);
+    if (h == INVALID_HANDLE_VALUE) continue;
+    ml_file_id in;
+    const bool same = ml_win_file_id(h, &in) && in.dev == id.dev && in.ino == id.ino;
+    CloseHandle(h);
+    if (same)
+      return ml_fail(err, ML_E_ARG, "%s is the same file as the input %s; refusing to overwrite it", path, inputs[i]);
+  }
+  char open_path[512];
+  if (ml_file_find_input(id.dev, id.ino, open_path, sizeof open_path))
+    return ml_fail(err, ML_E_ARG, "%s is the same file as the input %s; refusing to overwrite it", path, open_path);
+  return ML_OK;
+}
+
+// Refuses a target that exists and is not a regular file (ML_E_ARG), fills *id when it exists.
+ml_status check_target(const char* path, bool* exists, ml_file_id* id, ml_error* err) {
+  *exists = false;
+  ml_wpath w;
+  if (!ml_win_widen(path, &w)) return ml_fail(err, ML_E_ARG, "%s: not a valid UTF-8 path", path);
+  char msg[256];
+  if (GetFileAttributesW(w.p) == INVALID_FILE_ATTRIBUTES) {
+    const DWORD e = GetLastError();
+    if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND) return ML_OK;
+    return ml_fail(err, ML_E_IO, "%s: cannot stat: %s", path, ml_win_error(e, msg, sizeof msg));
+  }
+  HANDLE h = open_meta(path);
+  if (h == INVALID_HANDLE_VALUE)
+    return ml_fail(err, ML_E_IO, "%s: cannot open: %s", path, ml_win_error(GetLastError(), msg, sizeof msg));
+  const char* kind = ml_win_kind(h);
+  const bool got = !kind && ml_win_file_id(h, id);
+  CloseHandle(h);
+  if (kind) return ml_fail(err, ML_E_ARG, "%s: is %s; an output must be a regular file or a new path", path, kind);
+  if (!got) return ml_fail(err, ML_E_IO, "%s: cannot stat", path);
+  *exists = true;
+  return ML_OK;
+}
+
+}  // namespace
+
+int ml_cleanup_add(const char* path) {
+  const size_t n = std::strlen(path);
+  if (n >= ML_OUT_PATH_MAX) return -1;
+  for (int i = 0; i < MAX_CLEANUP; ++i) {
+    int expect = SLOT_FREE;
+    if (!g_cleanup[i].state.compare_exchange_strong(expect, SLOT_FILLING, std::memory_order_acquire)) continue;
+    std::memcpy(g_cleanup[i].path, path, n + 1);
+    g_cleanup[i].state.store(SLOT_READY, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void ml_cleanup_remove(int slot) {
+  if (slot >= 0 && slot < MAX_CLEANUP) g_cleanup[slot].state.store(SLOT_FREE, std::memory_order_release);
+}
+
+void ml_cleanup_install() {
+  if (g_installed.exchange(true)) return;
+  for (int s : CLEANUP_SIGNALS) {
+    const auto old = std::signal(s, ml_cleanup_on_signal);
+    if (old == SIG_IGN) std::signal(s, SIG_IGN);  // a signal the process was started ignoring stays so
+  }
+}
+
+ml_status ml_out_open(ml_out_file* o, const char* path, const char* const* inputs, size_t n_inputs, ml_error* err) {
+  *o = ml_out_file{};
+  if (!path || !*path) return ml_fail(err, ML_E_ARG, "no output path given");
+  if (!copy_path(o->path, path)) return ml_fail(err, ML_E_ARG, "%.200s...: output path too long", path);
+  bool exists = false;
+  ml_file_id id;
+  ML_TRY(check_target(path, &exists, &id, err));
+  if (exists) ML_TRY(check_not_an_input(path, id, inputs, n_inputs, err));
+
+  o->buf = static_cast<uint8_t*>(std::malloc(BUF_SIZE));
+  if (!o->buf) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the write buffer", o->path);
+  const unsigned long pid = GetCurrentProcessId();
+  for (int k = 0; o->fd < 0; ++k) {
+    if (k == 0) std::snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%lu", o->path, pid);
+    else std::snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%lu.%d", o->path, pid, k);
+    ml_wpath w;
+    if (!ml_win_widen(o->tmp, &w)) {
+      o->tmp[0] = 0;
+      ml_out_discard(o);
+      return ml_fail(err, ML_E_ARG, "%s: not a valid UTF-8 path", path);
+    }
+    HANDLE h = CreateFileW(w.p, GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
+    if (h == INVALID_HANDLE_VALUE) {
+      const DWORD e = GetLastError();
+      if ((e == ERROR_FILE_EXISTS || e == ERROR_ALREADY_EXISTS) && k < 100) continue;  // a stale file
+      o->tmp[0] = 0;
+      ml_out_discard(o);
+      char msg[256];
+      return ml_fail(err, ML_E_IO, "cannot create a temporary file next to %s: %s", o->path,
+                     ml_win_error(e, msg, sizeof msg));
+    }
+    o->fd = ::_open_osfhandle(reinterpret_cast<intptr_t>(h), _O_WRONLY | _O_BINARY);
+    if (o->fd < 0) {
+      CloseHandle(h);
+      ml_out_discard(o);
+      return ml_fail(err, ML_E_IO, "%s: cannot open the temporary file", o->path);
+    }
+    o->cleanup_slot = ml_cleanup_add(o->tmp);
+    if (o->cleanup_slot < 0) {
+      ml_out_discard(o);
+      return ml_fail(err, ML_E_NOMEM, "%s: too many output files open at once", o->path);
+    }
+  }
+  return ML_OK;
+}
+
+ml_status ml_out_write(ml_out_file* o, const void* data, size_t n, ml_error* err) {
+  if (o->error) return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(o->error));
+  if (o->fd < 0) return ml_fail(err, ML_E_ARG, "%s: the output is not open", o->path);
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  int e = 0;
+  if (o->fill + n > BUF_SIZE && !flush(o, &e)) return fail_write(o, e, err);
+  if (n >= BUF_SIZE) {
+    if (!write_all(o->fd, p, n, &e)) return fail_write(o, e, err);
+  } else if (n > 0) {
+    std::memcpy(o->buf + o->fill, p, n);
+    o->fill += n;
+  }
+  o->written += n;
+  return ML_OK;
+}
+
+ml_status ml_out_commit(ml_out_file* o, ml_error* err) {
+  if (o->error) return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(o->error));
+  if (o->fd < 0) return ml_fail(err, ML_E_ARG, "%s: the output is not open", o->path);
+  int e = 0;
+  if (!flush(o, &e)) return fail_write(o, e, err);
+  if (::_commit(o->fd) != 0) return fail_write(o, errno, err);
+  const int fd = o->fd;
+  o->fd = -1;
+  if (::_close(fd) != 0) return fail_write(o, errno, err);
+  bool exists = false;
+  ml_file_id id;
+  const ml_status st = check_target(o->path, &exists, &id, err);  // it became a directory, a device...
+  if (st != ML_OK) {
+    ml_out_discard(o);
+    return st;
+  }
+  ml_wpath from, to;
+  char msg[256];
+  if (!ml_win_widen(o->tmp, &from) || !ml_win_widen(o->path, &to) ||
+      !MoveFileExW(from.p, to.p, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    const DWORD le = GetLastError();
+    ml_out_discard(o);
+    return ml_fail(err, ML_E_IO, "cannot write %s: rename failed: %s", o->path, ml_win_error(le, msg, sizeof msg));
+  }
+  o->tmp[0] = 0;
+  ml_cleanup_remove(o->cleanup_slot);
+  o->cleanup_slot = -1;
+  std::free(o->buf);
+  o->buf = nullptr;
+  return ML_OK;
+}
+
+void ml_out_discard(ml_out_file* o) {
+  if (o->fd >= 0) ::_close(o->fd);
+  o->fd = -1;
+  if (o->tmp[0]) {
+    ml_wpath w;
+    if (ml_win_widen(o->tmp, &w)) DeleteFileW(w.p);
+  }
+  o->tmp[0] = 0;
+  ml_cleanup_remove(o->cleanup_slot);
+  o->cleanup_slot = -1;
+  std::free(o->buf);
+  o->buf = nullptr;
+  o->fill = 0;
+}
