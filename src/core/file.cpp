@@ -32,9 +32,7 @@ ml_status read_all(int fd, const char* path, size_t size, ml_file* f, ml_error* 
     }
     got += static_cast<size_t>(r);
   }
-  f->data = buf;
-  f->size = size;
-  f->mapped = false;
+  ml_file_own(f, buf, size, false);
   return ML_OK;
 }
 
@@ -45,10 +43,7 @@ bool map_fd(ml_file* f, int fd, size_t size) {
   if (size == 0) return false;
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (p == MAP_FAILED) return false;
-  f->data = static_cast<const uint8_t*>(p);
-  f->size = size;
-  f->mapped = true;
-  f->borrowed = false;
+  ml_file_own(f, p, size, true);
   return true;
 #else
   (void)f; (void)fd; (void)size;
@@ -95,9 +90,7 @@ ml_status ml_file_open(ml_file* f, const char* path, ml_error* err) {
   if (size > 0) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
-      f->data = static_cast<const uint8_t*>(p);
-      f->size = size;
-      f->mapped = true;
+      ml_file_own(f, p, size, true);
       ::close(fd);
       f->input_slot = ml_file_input_add((uint64_t)st.st_dev, (uint64_t)st.st_ino, path);
       return ML_OK;
@@ -132,18 +125,7 @@ int ml_file_temp() {
 #endif
 }
 
-ml_status ml_file_write_all(int fd, const void* p, size_t n, const char* what, ml_error* err) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(p) + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      return ml_fail(err, ML_E_IO, "cannot write %s at byte %zu: %s", what, done,
-                     w == 0 ? "nothing written" : std::strerror(errno));
-    done += (size_t)w;
-  }
-  return ML_OK;
-}
+long ml_fd_write(int fd, const void* p, size_t n) { return (long)::write(fd, p, n); }
 
 ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err) {
   *f = ml_file{};
@@ -172,16 +154,12 @@ void ml_file_release(const ml_file* f, size_t offset, size_t len) {
 #endif
 }
 
-void ml_file_close(ml_file* f) {
-  ml_file_input_remove(f->input_slot);
-  if (f->data && !f->borrowed) {
+void ml_file_unmap(const ml_file* f) {
 #if !ML_NO_MMAP
-    if (f->mapped) ::munmap(const_cast<uint8_t*>(f->data), f->size);
-    else
+  ::munmap(const_cast<uint8_t*>(f->data), f->size);
+#else
+  (void)f;
 #endif
-      ml_aligned_free(const_cast<uint8_t*>(f->data));
-  }
-  *f = ml_file{};
 }
 
 bool ml_file_replace(const char* from, const char* to) { return std::rename(from, to) == 0; }

@@ -1,10 +1,14 @@
-// The part of core/file.h that does not depend on the OS: the list of open inputs and borrowed
-// buffers. file.cpp (POSIX) and file_win.cpp (Windows) do the file access itself.
+// The part of core/file.h that does not depend on the OS: the list of open inputs, borrowed and
+// owned buffers, the write loop and close. file.cpp (POSIX) and file_win.cpp (Windows) do the file
+// access itself.
 #include "core/file_common.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
+#include "core/aligned.h"
 #include "core/file.h"
 
 namespace {
@@ -64,4 +68,42 @@ void ml_file_borrow(ml_file* f, const void* data, size_t size) {
   f->mapped = false;
   f->borrowed = true;
   f->input_slot = -1;
+}
+
+void ml_file_own(ml_file* f, const void* data, size_t size, bool mapped) {
+  f->data = static_cast<const uint8_t*>(data);
+  f->size = size;
+  f->mapped = mapped;
+  f->borrowed = false;
+}
+
+void ml_file_close(ml_file* f) {
+  ml_file_input_remove(f->input_slot);
+  if (f->data && !f->borrowed) {
+    if (f->mapped) ml_file_unmap(f);
+    else ml_aligned_free(const_cast<uint8_t*>(f->data));
+  }
+  *f = ml_file{};
+}
+
+bool ml_fd_write_all(int fd, const void* p, size_t n, size_t* done, int* e) {
+  *done = 0;
+  while (*done < n) {
+    const long w = ml_fd_write(fd, static_cast<const uint8_t*>(p) + *done, n - *done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *e = w < 0 ? errno : EIO;
+      return false;
+    }
+    *done += (size_t)w;
+  }
+  return true;
+}
+
+ml_status ml_file_write_all(int fd, const void* p, size_t n, const char* what, ml_error* err) {
+  size_t done = 0;
+  int e = 0;
+  if (!ml_fd_write_all(fd, p, n, &done, &e))
+    return ml_fail(err, ML_E_IO, "cannot write %s at byte %zu: %s", what, done, std::strerror(e));
+  return ML_OK;
 }

@@ -36,9 +36,7 @@ ml_status read_handle(HANDLE h, const char* path, size_t size, ml_file* f, ml_er
     }
     got += r;
   }
-  f->data = buf;
-  f->size = size;
-  f->mapped = false;
+  ml_file_own(f, buf, size, false);
   return ML_OK;
 }
 
@@ -50,10 +48,7 @@ bool map_handle(ml_file* f, HANDLE h, size_t size) {
   void* p = MapViewOfFile(m, FILE_MAP_READ, 0, 0, size);
   CloseHandle(m);  // the view keeps the mapping alive
   if (!p) return false;
-  f->data = static_cast<const uint8_t*>(p);
-  f->size = size;
-  f->mapped = true;
-  f->borrowed = false;
+  ml_file_own(f, p, size, true);
   return true;
 #else
   (void)f; (void)h; (void)size;
@@ -104,17 +99,8 @@ void ml_file_adopt(ml_file* f, void* data, size_t size) {
 
 int ml_file_temp() { return -1; }
 
-ml_status ml_file_write_all(int fd, const void* p, size_t n, const char* what, ml_error* err) {
-  size_t done = 0;
-  while (done < n) {
-    const unsigned chunk = (unsigned)(n - done < ((size_t)1 << 30) ? n - done : (size_t)1 << 30);
-    const int w = ::_write(fd, static_cast<const uint8_t*>(p) + done, chunk);
-    if (w <= 0)
-      return ml_fail(err, ML_E_IO, "cannot write %s at byte %zu: %s", what, done,
-                     w == 0 ? "nothing written" : std::strerror(errno));
-    done += (size_t)w;
-  }
-  return ML_OK;
+long ml_fd_write(int fd, const void* p, size_t n) {
+  return ::_write(fd, p, (unsigned)(n < ((size_t)1 << 30) ? n : (size_t)1 << 30));
 }
 
 ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err) {
@@ -134,14 +120,7 @@ ml_status ml_file_adopt_temp(ml_file* f, int fd, size_t size, ml_error* err) {
 
 void ml_file_release(const ml_file* f, size_t offset, size_t len) { (void)f; (void)offset; (void)len; }
 
-void ml_file_close(ml_file* f) {
-  ml_file_input_remove(f->input_slot);
-  if (f->data && !f->borrowed) {
-    if (f->mapped) UnmapViewOfFile(f->data);
-    else ml_aligned_free(const_cast<uint8_t*>(f->data));
-  }
-  *f = ml_file{};
-}
+void ml_file_unmap(const ml_file* f) { UnmapViewOfFile(f->data); }
 
 bool ml_file_replace(const char* from, const char* to) {
   ml_wpath a, b;

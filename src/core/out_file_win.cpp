@@ -5,6 +5,7 @@
 // serial number and file index (GetFileInformationByHandle). Differences from POSIX: a symbolic
 // link at the target is replaced, not followed; permissions are not copied (Windows ACLs are
 // inherited from the folder); the cleanup runs on SIGINT, SIGTERM and SIGBREAK (Ctrl-C/Break).
+// The writes, the table and the discard are out_file_common.cpp's, as for POSIX.
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -18,66 +19,20 @@
 
 #include "core/file.h"
 #include "core/out_file.h"
+#include "core/out_file_common.h"
 #include "core/win_path.h"
 
 namespace {
 
-constexpr size_t BUF_SIZE = size_t(1) << 18;
-
-// ---- The cleanup table (as out_file.cpp: free 0, being filled 1, ready 2) ---------------------
-constexpr int MAX_CLEANUP = 16;
-enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
-struct cleanup_slot {
-  std::atomic<int> state;
-  char path[ML_OUT_PATH_MAX];
-};
-cleanup_slot g_cleanup[MAX_CLEANUP];
 std::atomic<bool> g_installed{false};
 const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGBREAK};
 
 // The C runtime runs a console signal's handler on a thread of its own, so the wide conversion
-// and DeleteFileW are safe here.
+// and DeleteFileW (ml_out_os_remove) are safe here.
 extern "C" void ml_cleanup_on_signal(int sig) {
-  for (cleanup_slot& s : g_cleanup) {
-    if (s.state.load(std::memory_order_acquire) != SLOT_READY) continue;
-    ml_wpath w;
-    if (ml_win_widen(s.path, &w)) DeleteFileW(w.p);
-  }
+  ml_cleanup_remove_listed();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
-}
-
-bool write_all(int fd, const uint8_t* p, size_t n, int* e) {
-  while (n > 0) {
-    const unsigned chunk = (unsigned)(n < ((size_t)1 << 30) ? n : (size_t)1 << 30);
-    const int r = ::_write(fd, p, chunk);
-    if (r <= 0) {
-      *e = r < 0 ? errno : EIO;
-      return false;
-    }
-    p += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
-ml_status fail_write(ml_out_file* o, int e, ml_error* err) {
-  ml_out_discard(o);
-  o->error = e;
-  return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(e));
-}
-
-bool flush(ml_out_file* o, int* e) {
-  const bool ok = write_all(o->fd, o->buf, o->fill, e);
-  o->fill = 0;
-  return ok;
-}
-
-bool copy_path(char* dst, const char* src) {
-  const size_t n = std::strlen(src);
-  if (n + 32 >= ML_OUT_PATH_MAX) return false;
-  std::memcpy(dst, src, n + 1);
-  return true;
 }
 
 // Opens path for its identity only (no read or write access; a directory too). INVALID_HANDLE_VALUE
@@ -132,21 +87,11 @@ ml_status check_target(const char* path, bool* exists, ml_file_id* id, ml_error*
 
 }  // namespace
 
-int ml_cleanup_add(const char* path) {
-  const size_t n = std::strlen(path);
-  if (n >= ML_OUT_PATH_MAX) return -1;
-  for (int i = 0; i < MAX_CLEANUP; ++i) {
-    int expect = SLOT_FREE;
-    if (!g_cleanup[i].state.compare_exchange_strong(expect, SLOT_FILLING, std::memory_order_acquire)) continue;
-    std::memcpy(g_cleanup[i].path, path, n + 1);
-    g_cleanup[i].state.store(SLOT_READY, std::memory_order_release);
-    return i;
-  }
-  return -1;
-}
-
-void ml_cleanup_remove(int slot) {
-  if (slot >= 0 && slot < MAX_CLEANUP) g_cleanup[slot].state.store(SLOT_FREE, std::memory_order_release);
+int ml_out_os_sync(int fd) { return ::_commit(fd); }
+int ml_out_os_close(int fd) { return ::_close(fd); }
+void ml_out_os_remove(const char* path) {
+  ml_wpath w;
+  if (ml_win_widen(path, &w)) DeleteFileW(w.p);
 }
 
 void ml_cleanup_install() {
@@ -160,18 +105,17 @@ void ml_cleanup_install() {
 ml_status ml_out_open(ml_out_file* o, const char* path, const char* const* inputs, size_t n_inputs, ml_error* err) {
   *o = ml_out_file{};
   if (!path || !*path) return ml_fail(err, ML_E_ARG, "no output path given");
-  if (!copy_path(o->path, path)) return ml_fail(err, ML_E_ARG, "%.200s...: output path too long", path);
+  if (!ml_out_copy_path(o->path, path)) return ml_fail(err, ML_E_ARG, "%.200s...: output path too long", path);
   bool exists = false;
   ml_file_id id;
   ML_TRY(check_target(path, &exists, &id, err));
   if (exists) ML_TRY(check_not_an_input(path, id, inputs, n_inputs, err));
 
-  o->buf = static_cast<uint8_t*>(std::malloc(BUF_SIZE));
+  o->buf = static_cast<uint8_t*>(std::malloc(ML_OUT_BUF_SIZE));
   if (!o->buf) return ml_fail(err, ML_E_NOMEM, "%s: cannot allocate the write buffer", o->path);
   const unsigned long pid = GetCurrentProcessId();
   for (int k = 0; o->fd < 0; ++k) {
-    if (k == 0) std::snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%lu", o->path, pid);
-    else std::snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%lu.%d", o->path, pid, k);
+    ml_out_tmp_name(o, pid, k);  // fits: ml_out_copy_path left room
     ml_wpath w;
     if (!ml_win_widen(o->tmp, &w)) {
       o->tmp[0] = 0;
@@ -203,31 +147,8 @@ ml_status ml_out_open(ml_out_file* o, const char* path, const char* const* input
   return ML_OK;
 }
 
-ml_status ml_out_write(ml_out_file* o, const void* data, size_t n, ml_error* err) {
-  if (o->error) return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(o->error));
-  if (o->fd < 0) return ml_fail(err, ML_E_ARG, "%s: the output is not open", o->path);
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  int e = 0;
-  if (o->fill + n > BUF_SIZE && !flush(o, &e)) return fail_write(o, e, err);
-  if (n >= BUF_SIZE) {
-    if (!write_all(o->fd, p, n, &e)) return fail_write(o, e, err);
-  } else if (n > 0) {
-    std::memcpy(o->buf + o->fill, p, n);
-    o->fill += n;
-  }
-  o->written += n;
-  return ML_OK;
-}
-
 ml_status ml_out_commit(ml_out_file* o, ml_error* err) {
-  if (o->error) return ml_fail(err, ML_E_IO, "cannot write %s: %s", o->path, std::strerror(o->error));
-  if (o->fd < 0) return ml_fail(err, ML_E_ARG, "%s: the output is not open", o->path);
-  int e = 0;
-  if (!flush(o, &e)) return fail_write(o, e, err);
-  if (::_commit(o->fd) != 0) return fail_write(o, errno, err);
-  const int fd = o->fd;
-  o->fd = -1;
-  if (::_close(fd) != 0) return fail_write(o, errno, err);
+  ML_TRY(ml_out_flush_close(o, err));
   bool exists = false;
   ml_file_id id;
   const ml_status st = check_target(o->path, &exists, &id, err);  // it became a directory, a device...
@@ -243,25 +164,6 @@ ml_status ml_out_commit(ml_out_file* o, ml_error* err) {
     ml_out_discard(o);
     return ml_fail(err, ML_E_IO, "cannot write %s: rename failed: %s", o->path, ml_win_error(le, msg, sizeof msg));
   }
-  o->tmp[0] = 0;
-  ml_cleanup_remove(o->cleanup_slot);
-  o->cleanup_slot = -1;
-  std::free(o->buf);
-  o->buf = nullptr;
+  ml_out_committed(o);
   return ML_OK;
-}
-
-void ml_out_discard(ml_out_file* o) {
-  if (o->fd >= 0) ::_close(o->fd);
-  o->fd = -1;
-  if (o->tmp[0]) {
-    ml_wpath w;
-    if (ml_win_widen(o->tmp, &w)) DeleteFileW(w.p);
-  }
-  o->tmp[0] = 0;
-  ml_cleanup_remove(o->cleanup_slot);
-  o->cleanup_slot = -1;
-  std::free(o->buf);
-  o->buf = nullptr;
-  o->fill = 0;
 }
