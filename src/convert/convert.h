@@ -113,12 +113,12 @@ struct cv_buf {
 // when the product overflows size_t, exceeds PTRDIFF_MAX (no malloc is attempted then) or malloc
 // fails; the message is "<what>: ..." with what formatted from fmt (e.g. "tensor tok_embd").
 ml_status cv_alloc(cv_buf* b, size_t count, size_t elem, ml_error* err, const char* fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+    ML_PRINTF(5, 6);
 
 // A converter's warning or note: formats fmt (up to 511 bytes) and hands it to fn with user;
 // nothing when fn is null (cv_gguf_opts::warn, cv_hf_opts::note).
 void cv_notify(void (*fn)(void* user, const char* msg), void* user, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    ML_PRINTF(3, 4);
 
 // --- a model being built (tensors.cpp) -------------------------------------------------------
 

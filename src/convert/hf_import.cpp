@@ -196,7 +196,7 @@ struct importer {
   const char* dir() const { return o->dir; }
 
   // "<prefix><fmt...>" into src.
-  cv_st_tensor* find_rel(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+  cv_st_tensor* find_rel(const char* fmt, ...) ML_PRINTF(2, 3) {
     const int p = std::snprintf(src, sizeof src, "%s", prefix);
     va_list ap;
     va_start(ap, fmt);

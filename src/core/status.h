@@ -9,8 +9,17 @@
 // C API and the core cannot drift apart.
 #include "krafla_types.h"
 
+// ML_PRINTF(f, a): argument f is a printf format whose arguments start at a, for -Wformat. MinGW's
+// GCC reads `printf` as the Microsoft runtime's format (no %zu); krafla's C++ code prints through
+// MinGW's own C99 printf (libstdc++ defines __USE_MINGW_ANSI_STDIO), whose format is gnu_printf.
+#ifdef __MINGW32__
+#define ML_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define ML_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
+
 // Fills err (may be null) with status s and a printf-style message; returns s.
-ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+ml_status ml_fail(ml_error* err, ml_status s, const char* fmt, ...) ML_PRINTF(3, 4);
 
 // "ok", "io", "format", "shape", "nomem", "isa", "arg".
 extern "C" const char* ml_status_name(ml_status s);  // also in krafla.h

@@ -139,7 +139,7 @@ bool lookup_method(rt* r, const jv& v, const char* name, size_t n, jv* out, bool
 // ---- values: helpers shared by the built-ins and the evaluator ------------------------------------
 
 ml_bump* rt_bump(rt* r);
-ml_status rt_fail(rt* r, const node* at, ml_status s, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+ml_status rt_fail(rt* r, const node* at, ml_status s, const char* fmt, ...) ML_PRINTF(4, 5);
 ml_status rt_nomem(rt* r);
 ml_status rt_call(rt* r, const node* at, const jv& callee, const jv* args, size_t nargs, const char* const* kw,
                   const jv* kwv, size_t nkw, jv* out);
