@@ -1,9 +1,15 @@
-# cmake -DOBJDUMP=... -DEXES="a.exe;b.exe" -P check_win_dlls.cmake
+# cmake -DOBJDUMP=... -DEXES="a.exe;b.exe" [-DNET_EXES="server.exe"] -P check_win_dlls.cmake
 # Fails unless every executable imports only DLLs that ship with Windows itself (the Windows
 # presets link libgcc, libstdc++ and winpthread statically: cmake/toolchains/mingw-w64.cmake).
+# NET_EXES (ml_server.exe) may import ws2_32.dll (winsock) as well; EXES may not.
 cmake_minimum_required(VERSION 3.25)
-set(_system kernel32.dll msvcrt.dll ucrtbase.dll advapi32.dll user32.dll ws2_32.dll shell32.dll ntdll.dll bcrypt.dll)
-foreach(exe ${EXES})
+set(_system kernel32.dll msvcrt.dll ucrtbase.dll advapi32.dll user32.dll shell32.dll ntdll.dll bcrypt.dll)
+set(_net ${_system} ws2_32.dll)
+foreach(exe ${EXES} ${NET_EXES})
+  set(_allowed ${_system})
+  if(exe IN_LIST NET_EXES)
+    set(_allowed ${_net})
+  endif()
   execute_process(COMMAND ${OBJDUMP} -p ${exe} OUTPUT_VARIABLE _out RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "${OBJDUMP} -p ${exe} failed")
@@ -16,8 +22,8 @@ foreach(exe ${EXES})
     string(REPLACE "DLL Name: " "" d "${d}")
     string(STRIP "${d}" d)
     string(TOLOWER "${d}" _low)
-    if(NOT _low IN_LIST _system)
-      message(FATAL_ERROR "${exe} needs ${d}, which is not part of Windows")
+    if(NOT _low IN_LIST _allowed)
+      message(FATAL_ERROR "${exe} needs ${d}, which is not part of Windows or not allowed for it")
     endif()
     message(STATUS "${exe}: ${d}")
   endforeach()

@@ -2,7 +2,10 @@
 // (printing `listening on http://HOST:PORT` as its first line of stdout, so that --port 0 tells
 // its caller the port chosen), answers /health with 503 while the model loads, then serves.
 // SIGINT/SIGTERM: stop accepting, let the requests in flight finish (up to --drain-timeout), exit 0.
+// Windows: Ctrl-C, Ctrl-Break (SIGBREAK) and SIGTERM, through the C runtime's signal().
+#ifndef _WIN32
 #include <pthread.h>
+#endif
 #include <signal.h>
 
 #include <algorithm>
@@ -77,6 +80,18 @@ int load(server::server_context& c, const options& o) {
   return -1;
 }
 
+#ifndef _WIN32
+// Blocks SIGINT and SIGTERM: every thread started from here on inherits the mask, and only
+// wait_for_signal takes them. A client gone mid-write must not kill the process (SIGPIPE).
+void hold_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 // Waits for SIGINT or SIGTERM (blocked in every thread; polled here), or for the listener to end.
 int wait_for_signal(const httplib::Server& svr) {
   sigset_t set;
@@ -89,6 +104,34 @@ int wait_for_signal(const httplib::Server& svr) {
     if (sig == SIGINT || sig == SIGTERM) return sig;
     if (!svr.is_running()) return 0;
   }
+}
+#else
+// Windows has no signal masks: the C runtime runs a console signal's handler on a thread of its
+// own, which only notes the signal; wait_for_signal polls the note. Writes to a closed socket fail
+// with an error there (no SIGPIPE).
+std::atomic<int> g_stop_signal{0};
+extern "C" void note_stop_signal(int sig) {
+  g_stop_signal.store(sig);
+  signal(sig, note_stop_signal);  // the C runtime resets the handler before calling it
+}
+
+void hold_stop_signals() {
+  for (int s : {SIGINT, SIGTERM, SIGBREAK}) signal(s, note_stop_signal);
+}
+
+int wait_for_signal(const httplib::Server& svr) {
+  for (;;) {
+    if (const int sig = g_stop_signal.load()) return sig;
+    if (!svr.is_running()) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+#endif
+
+const char* signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "SIGBREAK";
 }
 
 }  // namespace
@@ -126,14 +169,7 @@ int ml_main(int argc, char** argv) {
   if (!o.chat_template.empty() && c.chat_template.empty())
     return ml::cli::usage_error(PROG, "--chat-template: " + o.chat_template + " is empty");
 
-  // Every thread started from here on inherits the blocked signals; only wait_for_signal takes
-  // them. A client gone mid-write must not kill the process.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  hold_stop_signals();  // before any thread starts
 
   httplib::Server svr;
   const size_t workers = std::min<size_t>(512, (size_t)o.parallel + (size_t)o.queue + 4);
@@ -165,7 +201,7 @@ int ml_main(int argc, char** argv) {
   }
   const int sig = wait_for_signal(svr);
   if (sig) std::fprintf(stderr, "%s: %s: no new connections; finishing the requests in flight (up to %d s)\n", PROG,
-                        sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_timeout);
+                        signal_name(sig), o.drain_timeout);
   // New requests get 503 from here on; the jobs in flight finish (or are cancelled when the drain
   // times out) and their responses are written to the end before the listener stops: cpp-httplib
   // cuts a stream short once stop() is called.
