@@ -93,7 +93,9 @@ void hold_stop_signals() {
 }
 
 // Waits for SIGINT or SIGTERM (blocked in every thread; polled here), or for the listener to end.
-int wait_for_signal(const httplib::Server& svr) {
+// (listening, not svr.is_running(): that turns true only once the listener thread has started,
+// which under wine came after a small model had loaded.)
+int wait_for_signal(const std::atomic<bool>& listening) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -102,7 +104,7 @@ int wait_for_signal(const httplib::Server& svr) {
     timespec ts{0, 200 * 1000 * 1000};
     const int sig = sigtimedwait(&set, nullptr, &ts);
     if (sig == SIGINT || sig == SIGTERM) return sig;
-    if (!svr.is_running()) return 0;
+    if (!listening.load()) return 0;
   }
 }
 #else
@@ -119,10 +121,10 @@ void hold_stop_signals() {
   for (int s : {SIGINT, SIGTERM, SIGBREAK}) signal(s, note_stop_signal);
 }
 
-int wait_for_signal(const httplib::Server& svr) {
+int wait_for_signal(const std::atomic<bool>& listening) {
   for (;;) {
     if (const int sig = g_stop_signal.load()) return sig;
-    if (!svr.is_running()) return 0;
+    if (!listening.load()) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -199,7 +201,7 @@ int ml_main(int argc, char** argv) {
     listener.join();
     return rc;
   }
-  const int sig = wait_for_signal(svr);
+  const int sig = wait_for_signal(listening);
   if (sig) std::fprintf(stderr, "%s: %s: no new connections; finishing the requests in flight (up to %d s)\n", PROG,
                         signal_name(sig), o.drain_timeout);
   // New requests get 503 from here on; the jobs in flight finish (or are cancelled when the drain
