@@ -73,7 +73,8 @@ int score(void* user, size_t index, const float* logits) {
 }
 
 int check_values(const options& o) {
-  if (o.ctx != 0 && o.ctx < 3) return ml::cli::usage_error(PROG, "--ctx: must be >= 3 (a chunk scores ctx - 1 - ctx/2 tokens)");
+  if (o.ctx != 0 && o.ctx < 3)
+    return ml::cli::usage_error(PROG, "--ctx: must be >= 3 (a chunk scores ctx - 1 - ctx/2 tokens)");
   if (o.chunks < 0) return ml::cli::usage_error(PROG, "--chunks: must be >= 0 (0 = all)");
   if (o.threads < 1 || o.threads > 1024) return ml::cli::usage_error(PROG, "-t: must be in 1..1024");
   if (o.batch < 1 || o.batch > 128) return ml::cli::usage_error(PROG, "--batch: must be in 1..128");
@@ -96,7 +97,8 @@ int read_tokens(const options& o, const ml_model* m, std::vector<int32_t>* ids, 
   *start = -1;
   if (o.ids) {
     std::string bad;
-    if (!ml::cli::parse_ids(text, ids, &bad)) return ml::cli::usage_error(PROG, o.text + ": '" + bad + "' is not a token id");
+    if (!ml::cli::parse_ids(text, ids, &bad))
+      return ml::cli::usage_error(PROG, o.text + ": '" + bad + "' is not a token id");
     for (int32_t id : *ids)
       if (id < 0 || id >= vocab)
         return ml::cli::usage_error(PROG, o.text + ": id " + std::to_string(id) + " is outside the vocabulary 0.." +
@@ -195,7 +197,8 @@ int ml_main(int argc, char** argv) {
     if (ml_session_create(&s, h.model, &sp, &err) != ML_OK) return ml::cli::report(PROG, err);
   std::fprintf(stderr, "%s: %s kernels, threads %d, batch %d, kv %s; %zu tokens, %zu chunks of %zu (%zu at a time), %s\n",
                PROG, info.isa, ml_exec_threads(h.exec), ml_exec_batch(h.exec), o.kv.c_str(), tokens.size(), n_chunks,
-               ctx, group, add_bos ? ("every chunk starts with token " + std::to_string(start_id)).c_str() : "chunks used verbatim");
+               ctx, group,
+               add_bos ? ("every chunk starts with token " + std::to_string(start_id)).c_str() : "chunks used verbatim");
 
   const size_t first = ctx / 2;
   std::vector<double> nll(n_chunks, 0.0), nll2(n_chunks, 0.0);
