@@ -138,6 +138,7 @@ void print_json(const options& o, const ml_model_info& info, size_t n_tokens, si
 }  // namespace
 
 int ml_main(int argc, char** argv) {
+  ml_install_cleanup_handlers();  // a killed pack cache write leaves no temporary file
   options o;
   CLI::App app{"ml_perplexity: the perplexity of a model on a text, scored in chunks as llama.cpp's llama-perplexity does",
                PROG};
