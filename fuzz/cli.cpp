@@ -7,6 +7,9 @@
 // its tokenizer), r.mlb (a tiny random model without one), tok.bin (tok512.bin) and ck.bin (the
 // stories260K checkpoint); without shared/ only r.mlb.
 //
+// ml_perplexity's TEXT is one of the fixtures (or "-", stdin: /dev/null); its harness always gets
+// --chunks=2 first (fuzz/CMakeLists.txt).
+//
 // What the programs may write, and how it stays in the folder: ml_run --dump-logits FILE and
 // --pack-cache (MODEL.pk<G> next to the model), ml_convert -o FILE (through FILE.tmp.<pid>).
 // An argument holding '/' is refused (the input is skipped), so every path is relative to the

@@ -298,6 +298,10 @@ def main():
                           ["--model", "r.mlb", "--prefill", "2", "-n", "2", "--runs", "1", "--sessions", "2", "-t", "2",
                            "--batch", "2", "--pack-cache"], ["--model", "m.mlb", "--no-pack", "--runs", "1", "-n", "1",
                                                              "--prefill", "1"], ["--help"]],
+            "cli_perplexity": [["m.mlb", "tok.bin", "--ctx", "32", "--json"],
+                               ["m.mlb", "ck.bin", "--ctx", "16", "-t", "2", "--batch", "5", "--kv", "q8"],
+                               ["r.mlb", "tok.bin", "--ids", "--ctx", "4"], ["m.mlb", "-", "--ctx", "3"],
+                               ["m.mlb", "m.mlb", "--ctx", "64", "--kv", "f16", "--no-pack", "--pack-cache"], ["--help"]],
         }
         for name, lines in cli.items():
             for i, argv in enumerate(lines):

@@ -43,8 +43,10 @@ OPTIONS = {
     "cli_tok": ["-max_len=512", "-close_fd_mask=2"],
     "cli_convert": ["-max_len=512", "-close_fd_mask=2"],
     "cli_bench": ["-max_len=512", "-close_fd_mask=2"],
+    "cli_perplexity": ["-max_len=512", "-close_fd_mask=2"],
 }
-CLI_APP = {"cli_run": "ml_run", "cli_tok": "ml_tok", "cli_convert": "ml_convert", "cli_bench": "ml_bench"}
+CLI_APP = {"cli_run": "ml_run", "cli_tok": "ml_tok", "cli_convert": "ml_convert", "cli_bench": "ml_bench",
+           "cli_perplexity": "ml_perplexity"}
 
 
 def gen_seeds(name, a, seeds):

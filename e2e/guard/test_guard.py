@@ -28,7 +28,7 @@ MISSING = {
     ("avx512vnni", "Haswell"): "avx512f",
     ("avx512vnni", "Nehalem"): "avx",
 }
-APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench"]
+APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench", "ml_perplexity"]
 # /proc/cpuinfo flags each ISA needs (src/core/isa_check.cpp's list, as the kernel names them).
 HOST_FLAGS = {
     "sse2": ["sse2"],

@@ -33,7 +33,7 @@ MISSING = {
     ("sve", "max,sve=off"): "sve",
     ("neon", "cortex-r5f"): "neon",
 }
-APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench"]
+APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench", "ml_perplexity"]
 
 
 def main(isa, bin_dir, qemu, sysroot):

@@ -10,6 +10,11 @@
 //
 //   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [-n 32] [-t 1] [--logits] [--ctx N] [--kv f16|f32]
 //   node llamacpp_run.mjs MODEL.gguf --bench [--prefill 64] [--decode 128] [-t 1] [--runs 3]
+//   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3 ..." --chunk N [-t 1] [--kv f16|f32]
+//
+// --chunk N (perplexity, e2e/cli/test_perplexity.py): the ids, a whole number of chunks of N, are
+// fed chunk by chunk, each from an empty sequence (clearHistory), with the logits after every
+// position; prints {logits: [[vocab floats] per id]}, no generation.
 //
 // --bench: `runs` times (the sequence cleared in between), evaluates `prefill` token ids (a fixed
 // pseudo-random sequence) in one batch, then decodes `decode` tokens greedily. Prints
@@ -36,7 +41,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
+  const o = { model: null, tokens: null, chunk: 0, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
   const int = (v, name) => {
     if (v === undefined || !/^\d+$/.test(v)) usage(`${name}: '${v}' is not a non-negative integer`);
     return Number(v);
@@ -51,6 +56,7 @@ function parseArgs(argv) {
     else if (a === '-t' || a === '--threads') o.threads = int(argv[++i], '-t');
     else if (a === '--ctx') o.ctx = int(argv[++i], '--ctx');
     else if (a === '--logits') o.logits = true;
+    else if (a === '--chunk') o.chunk = int(argv[++i], '--chunk');
     else if (a === '--kv') {
       o.kv = argv[++i];
       if (o.kv !== 'f16' && o.kv !== 'f32') usage(`--kv: '${o.kv}' is not f16 or f32`);
@@ -66,6 +72,7 @@ function parseArgs(argv) {
   if (!o.model) usage('no model given');
   if (!o.bench && (!o.tokens || o.tokens.length === 0)) usage('--tokens: no ids given');
   if (o.threads < 1) usage('-t must be >= 1');
+  if (o.chunk && o.tokens && o.tokens.length % o.chunk !== 0) usage(`--chunk: ${o.tokens.length} ids are not a whole number of chunks of ${o.chunk}`);
   return o;
 }
 
@@ -95,10 +102,10 @@ async function main() {
     },
   });
   const model = await llama.loadModel({ modelPath: path.resolve(o.model), gpuLayers: 0, useMmap: true });
-  const need = o.bench ? o.prefill + o.decode + 1 : o.tokens.length + o.n + 1;
+  const need = o.bench ? o.prefill + o.decode + 1 : o.chunk ? o.chunk : o.tokens.length + o.n + 1;
   const contextSize = Math.max(o.ctx || need, 32);
   const context = await model.createContext({
-    contextSize, batchSize: Math.max(o.bench ? o.prefill : o.tokens.length, 1), sequences: 1,
+    contextSize, batchSize: Math.max(o.bench ? o.prefill : o.chunk || o.tokens.length, 1), sequences: 1,
     threads: { ideal: o.threads, min: o.threads }, flashAttention: false,
     experimentalKvCacheKeyType: o.kv.toUpperCase(), experimentalKvCacheValueType: o.kv.toUpperCase(),
     performanceTracking: o.bench,
@@ -145,6 +152,14 @@ async function main() {
       llama_prefill_tok_s: ownPrefill || null, llama_decode_tok_s: ownDecode || null,
       threads: o.threads, runs: o.runs,
     }) + '\n');
+  } else if (o.chunk) {
+    const rows = [];
+    for (let c = 0; c < o.tokens.length; c += o.chunk) {
+      await seq.clearHistory();
+      const res = await seq.controlledEvaluate(o.tokens.slice(c, c + o.chunk).map((id) => [id, { generateNext: { logits: true } }]));
+      for (let i = 0; i < o.chunk; ++i) rows.push(logitsArray(res[i].next.logits, res[i].next.logits.size));
+    }
+    process.stdout.write(JSON.stringify({ logits: rows, threads: o.threads, llama_cpp: llamaInfo(llama) }) + '\n');
   } else {
     const rows = [];
     const tokens = [];
