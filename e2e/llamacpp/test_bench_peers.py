@@ -14,6 +14,7 @@ timed assertion: no figure is compared with a speed.
      it is measured with at least 0.5 foreign CPUs; a CPU-bound child's own time is counted as its
      own (at least 0.9 of the 1 s it burns), not foreign. The guard reruns a rejected run at most
      --retries times and counts what it did.
+  4. ml_bwprobe's bad arguments exit 2 naming the option.
 
   test_bench_peers.py --bin BUILD/bin --work DIR [--node node]
 Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed.
@@ -120,6 +121,17 @@ def check_weight_bytes(bp, bin_dir, work, failures):
             failures.append(f"weight bytes of tiny {wtype}: counted {got}, by hand {want}")
 
 
+def check_probe_args(bin_dir, failures):
+    """ml_bwprobe's bad input: exit 2 naming the option."""
+    exe = os.path.join(bin_dir, "ml_bwprobe")
+    for args, name in ((["--mib", "0"], "--mib"), (["--threads", "1,x"], "--threads"), (["--passes"], "--passes"),
+                       (["--bogus"], "--bogus")):
+        r = subprocess.run([exe] + args, capture_output=True, text=True)
+        if r.returncode != 2 or name not in r.stderr:
+            failures.append(f"ml_bwprobe {' '.join(args)}: exit {r.returncode}, stderr {r.stderr.strip()!r}; "
+                            f"want exit 2 naming {name}")
+
+
 def check_foreign(bp, failures):
     py = sys.executable
     spin = subprocess.Popen([py, "-c", "import time\nt = time.time() + 6\nwhile time.time() < t: pass"])
@@ -172,6 +184,7 @@ def main():
         check_table(text, failures)
         check_chart(os.path.join(out, "peers.svg"), failures)
     check_weight_bytes(bp, a.bin, a.work, failures)
+    check_probe_args(a.bin, failures)
     check_foreign(bp, failures)
     for f in failures:
         print("FAIL:", f)
