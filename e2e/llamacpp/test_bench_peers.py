@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Smoke test of scripts/bench-peers: the comparison with llama.cpp still runs end to end. Never a
+timed assertion: no figure is compared with a speed.
+
+  1. `scripts/bench-peers --short` (shape tiny, Q8, -t 1, prefill 16, decode 16, one round, a 256 MiB
+     bandwidth probe) exits 0; its table has one row with positive tok/s for both engines; each ratio
+     is the quotient of the medians printed beside it; GB/s = weights MB/token x best decode tok/s
+     and % = GB/s / the probe's -t 1 figure printed above the table; the foreign-load line counts
+     the runs; the chart is an SVG document holding the cell's label and both engines' names.
+  2. The weight bytes a token reads, counted from the GGUF header, equal the tiny shape's sizes
+     worked out by hand here (Q8_0: 34 bytes per 32 weights, Q4_0: 18; f32 norms; the output
+     matrix is separate, so the embedding table is left out).
+  3. The foreign-load measure: a sleeping child with a CPU-bound process of this test running beside
+     it is measured with at least 0.5 foreign CPUs; a CPU-bound child's own time is counted as its
+     own (at least 0.9 of the 1 s it burns), not foreign. The guard reruns a rejected run at most
+     --retries times and counts what it did.
+  4. ml_bwprobe's bad arguments exit 2 naming the option.
+
+  test_bench_peers.py --bin BUILD/bin --work DIR [--node node]
+Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed.
+"""
+import argparse
+import importlib.machinery
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCRIPT = os.path.join(ROOT, "scripts", "bench-peers")
+TINY = ["--dim", "256", "--hidden", "512", "--layers", "4", "--heads", "8", "--kv-heads", "2", "--vocab", "512"]
+
+
+def load_module():
+    loader = importlib.machinery.SourceFileLoader("bench_peers", SCRIPT)
+    spec = importlib.util.spec_from_loader("bench_peers", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def tiny_bytes(block_bytes):
+    """Bytes of the tiny shape's weights per token: layers' matrices and the output in blocks of 32
+    weights, norms in f32; dim 256, hidden 512, 8 heads of 32 (2 KV heads), vocab 512, 4 layers."""
+    dim, hidden, kv_dim, vocab, layers = 256, 512, 64, 512, 4
+    per_layer = dim * dim * 2 + dim * kv_dim * 2 + dim * hidden * 3
+    norms = (2 * layers + 1) * dim * 4
+    return (layers * per_layer + vocab * dim) // 32 * block_bytes + norms
+
+
+def num(s):
+    return float(s.replace("%", "").strip())
+
+
+def check_table(text, failures):
+    rows = [l for l in text.splitlines() if l.startswith("| tiny-q8 | 1 |")]
+    if len(rows) != 1:
+        failures.append(f"expected one table row for tiny-q8 -t 1, got {len(rows)}:\n{text}")
+        return
+    c = [x.strip() for x in rows[0].strip().strip("|").split("|")]
+    # model -t MB kp(best/med) lp ratio kd ld ratio kgb(%) lgb(%)
+    mb = num(c[2])
+    kp, lp, kd, ld = ([num(v) for v in c[i].split("/")] for i in (3, 4, 6, 7))
+    for name, v in (("krafla prefill", kp), ("llama.cpp prefill", lp), ("krafla decode", kd), ("llama.cpp decode", ld)):
+        if not (len(v) == 2 and v[0] > 0 and v[1] > 0 and v[0] >= v[1] * 0.999):
+            failures.append(f"{name}: best / median {v} are not two positive figures with best >= median")
+    for name, ratio, k, l in (("prefill", num(c[5]), kp[1], lp[1]), ("decode", num(c[8]), kd[1], ld[1])):
+        if not abs(ratio - k / l) <= 0.01 + 0.002 * k / l:  # the printed medians are rounded
+            failures.append(f"{name} ratio {ratio} is not krafla {k} / llama.cpp {l} = {k / l:.3f}")
+    m = re.search(r"Read bandwidth .*?: ([\d.]+) GB/s at -t 1", text)
+    if not m:
+        failures.append("no read-bandwidth figure at -t 1 above the table")
+        return
+    probe1 = float(m.group(1))
+    for name, cell, best in (("krafla", c[9], kd[0]), ("llama.cpp", c[10], ld[0])):
+        g = re.match(r"([\d.]+) \(([\d.]+)%\)$", cell)
+        if not g:
+            failures.append(f"{name} GB/s cell '{cell}' is not 'GB/s (N%)'")
+            continue
+        gbs, pct = float(g.group(1)), float(g.group(2))
+        want = mb * best / 1000
+        if not abs(gbs - want) <= 0.06 + 0.03 * want:  # MB/token printed to 0.1, tok/s to 0.1 or 1
+            failures.append(f"{name} decode GB/s {gbs} is not {mb} MB x {best} tok/s = {want:.2f}")
+        if not abs(pct - 100 * gbs / probe1) <= 1 + 0.02 * pct:
+            failures.append(f"{name} {pct}% is not {gbs} / the probe's {probe1} GB/s")
+    m = re.search(r"Foreign load: (\d+) timed runs; (\d+) rejected .*?; (\d+) kept", text)
+    if not m or int(m.group(1)) < 3 or int(m.group(1)) != 3 + int(m.group(2)):
+        failures.append("the foreign-load line does not count 3 runs (probe, krafla, llama.cpp) plus the reruns: "
+                        + (m.group(0) if m else "missing"))
+
+
+def check_chart(path, failures):
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        failures.append(f"{path} is not an XML document: {e}")
+        return
+    if not root.tag.endswith("svg"):
+        failures.append(f"{path}: the root element is {root.tag}, not svg")
+    texts = " ".join("".join(el.itertext()) for el in root.iter() if el.tag.endswith("text"))
+    for want in ("krafla", "llama.cpp", "tiny-q8 -t1", "decode tok/s"):
+        if want not in texts:
+            failures.append(f"{path}: no text '{want}' in the chart")
+    paths = sum(1 for el in root.iter() if el.tag.endswith("path"))
+    if paths < 12:  # three panels of two bars each, plus axes and frames
+        failures.append(f"{path}: only {paths} path elements; no bars drawn?")
+
+
+def check_weight_bytes(bp, bin_dir, work, failures):
+    for wtype, block in (("q8", 34), ("q4", 18)):
+        gguf = os.path.join(work, f"wb-{wtype}.gguf")
+        subprocess.run([os.path.join(bin_dir, "ml_convert"), "random"] + TINY +
+                       ["--max-seq", "64", "--wtype", wtype, "--scales", "f16", "-o", gguf[:-5] + ".mlb",
+                        "--gguf", gguf], check=True, capture_output=True)
+        got, want = bp.gguf_weight_bytes(gguf), tiny_bytes(block)
+        if got != want:
+            failures.append(f"weight bytes of tiny {wtype}: counted {got}, by hand {want}")
+
+
+def check_probe_args(bin_dir, failures):
+    """ml_bwprobe's bad input: exit 2 naming the option."""
+    exe = os.path.join(bin_dir, "ml_bwprobe")
+    for args, name in ((["--mib", "0"], "--mib"), (["--threads", "1,x"], "--threads"), (["--passes"], "--passes"),
+                       (["--bogus"], "--bogus")):
+        r = subprocess.run([exe] + args, capture_output=True, text=True)
+        if r.returncode != 2 or name not in r.stderr:
+            failures.append(f"ml_bwprobe {' '.join(args)}: exit {r.returncode}, stderr {r.stderr.strip()!r}; "
+                            f"want exit 2 naming {name}")
+
+
+def check_foreign(bp, failures):
+    py = sys.executable
+    spin = subprocess.Popen([py, "-c", "import time\nt = time.time() + 6\nwhile time.time() < t: pass"])
+    try:
+        time.sleep(0.2)
+        _, foreign, wall, own = bp.measured([py, "-c", "import time; time.sleep(1.5)"])
+    finally:
+        spin.kill()
+        spin.wait()
+    if foreign < 0.5 or own > 0.3:
+        failures.append(f"a sleeping child beside a spinning process: {foreign:.2f} foreign CPUs (want >= 0.5), "
+                        f"own {own:.2f} s over {wall:.2f} s")
+    _, foreign, wall, own = bp.measured([py, "-c", "import time\nt = time.process_time() + 1\n"
+                                             "while time.process_time() < t: pass"])
+    if own < 0.9:
+        failures.append(f"a CPU-bound child: own CPU {own:.2f} s over {wall:.2f} s wall (want its 1 s counted as own)")
+    g = bp.Guard(-1e9, 2)  # every run is over the limit, whatever the tick slack
+    g([py, "-c", "pass"], "a run that is always rejected")
+    if (g.runs, g.rejected, g.kept_loaded) != (3, 2, 1):
+        failures.append(f"guard with 2 retries over the limit: runs/rejected/kept {g.runs}/{g.rejected}/{g.kept_loaded}, "
+                        "want 3/2/1")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--node", default="node")
+    a = ap.parse_args()
+    if not os.path.exists(os.path.join(HERE, "node_modules", "node-llama-cpp", "package.json")):
+        print("SKIP (llama.cpp): e2e/llamacpp/node_modules is missing (scripts/install-deps runs npm ci there)")
+        return 0
+    os.makedirs(a.work, exist_ok=True)
+    bp = load_module()
+    failures = []
+    out = os.path.join(a.work, "out")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, SCRIPT, "--short", "--bin", a.bin, "--node", a.node, "--out", out,
+                        "--models", os.path.join(a.work, "models")], capture_output=True, text=True)
+    print(r.stderr[-3000:])
+    print(r.stdout)
+    print(f"bench-peers --short: exit {r.returncode} after {time.monotonic() - t0:.1f} s")
+    if r.returncode != 0:
+        failures.append(f"scripts/bench-peers --short exited {r.returncode}")
+    else:
+        with open(os.path.join(out, "peers.md")) as f:
+            text = f.read()
+        if text.strip() != r.stdout.strip():
+            failures.append("peers.md is not what bench-peers printed")
+        check_table(text, failures)
+        check_chart(os.path.join(out, "peers.svg"), failures)
+    check_weight_bytes(bp, a.bin, a.work, failures)
+    check_probe_args(a.bin, failures)
+    check_foreign(bp, failures)
+    for f in failures:
+        print("FAIL:", f)
+    print(f"bench-peers smoke: {'FAIL' if failures else 'ok'} ({time.monotonic() - t0:.1f} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
