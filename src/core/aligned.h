@@ -7,6 +7,10 @@
 #ifdef _WIN32
 #include <malloc.h>
 #endif
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+#include <sys/mman.h>
+#define ML_HUGE_PAGES 1
+#endif
 
 // size is rounded up to a multiple of align (aligned_alloc's rule); align a power of two.
 inline void* ml_aligned_alloc(size_t align, size_t size) {
@@ -25,4 +29,23 @@ inline void ml_aligned_free(void* p) {
 #else
   std::free(p);
 #endif
+}
+
+// A large buffer that every token streams through (the packed weights). On Linux it is 2 MiB aligned
+// and marked MADV_HUGEPAGE, so transparent huge pages back it where the system allows them (the
+// "madvise" setting, Debian's default): a decode step then walks hundreds of MB with one TLB entry
+// per 2 MiB instead of per 4 KiB (docs/benchmarks.md, "Huge pages"). The advice is a hint; where it
+// fails or THP is off, the buffer is ordinary memory. Elsewhere: ml_aligned_alloc(64, size).
+// Freed with ml_aligned_free.
+inline constexpr size_t ML_HUGE_PAGE = size_t{2} << 20;
+
+inline void* ml_aligned_alloc_huge(size_t size) {
+#ifdef ML_HUGE_PAGES
+  if (size >= ML_HUGE_PAGE) {
+    void* p = ml_aligned_alloc(ML_HUGE_PAGE, size);
+    if (p) ::madvise(p, (size + ML_HUGE_PAGE - 1) / ML_HUGE_PAGE * ML_HUGE_PAGE, MADV_HUGEPAGE);
+    return p;
+  }
+#endif
+  return ml_aligned_alloc(64, size);
 }

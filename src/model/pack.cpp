@@ -280,7 +280,7 @@ ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_
   } else {
     size_t cap;
     if (!ml_align_up(total, 64, &cap)) return ml_fail(err, ML_E_NOMEM, "packing: %zu bytes overflow", total);
-    m->packed_mem = ml_aligned_alloc(64, cap == 0 ? 64 : cap);
+    m->packed_mem = ml_aligned_alloc_huge(cap == 0 ? 64 : cap);
     if (!m->packed_mem) return ml_fail(err, ML_E_NOMEM, "packing: cannot allocate %zu bytes", total);
     base = static_cast<const uint8_t*>(m->packed_mem);
   }
