@@ -4,11 +4,13 @@
 // loads the CPU has (AVX-512, AVX2, SSE2, else 64-bit words), summing them so the loads cannot be
 // dropped; a pass is timed from a barrier before the first load to a barrier after the last, and
 // the best of the passes is printed, GB/s = bytes / seconds (1 GB = 1e9 bytes). The array is
-// written once first (each thread touches its own slice), so no pass pays page faults. Pages are
-// the system's default (transparent huge pages as /sys/kernel/mm/transparent_hugepage/enabled
-// says; the line printed names the mode).
+// written once first (each thread touches its own slice), so no pass pays page faults. The array
+// is 2 MiB aligned and advised MADV_HUGEPAGE, as krafla's packed weights are (src/core/aligned.h):
+// with 4 KiB pages the TLB misses alone cost a fifth of the bandwidth on a Zen 4 VM, and the
+// probe is meant to be the ceiling. --small-pages leaves the advice out (the system's default;
+// transparent huge pages as /sys/kernel/mm/transparent_hugepage/enabled says, printed).
 //
-//   ml_bwprobe [--mib 1024] [--threads 1,2] [--passes 5]
+//   ml_bwprobe [--mib 1024] [--threads 1,2] [--passes 5] [--small-pages]
 //
 // Prints Markdown, one row per thread count:
 //   | threads | MiB | passes | best GB/s | median GB/s | loads |
@@ -26,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -108,7 +112,7 @@ read_fn pick(const char** name) {
 // --- arguments ------------------------------------------------------------------------------------
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "%s: %s\nusage: %s [--mib N] [--threads T[,T...]] [--passes K]\n", PROG, msg, PROG);
+  std::fprintf(stderr, "%s: %s\nusage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages]\n", PROG, msg, PROG);
   std::exit(2);
 }
 
@@ -170,12 +174,14 @@ void measure(uint8_t* a, size_t bytes, int threads, int passes, read_fn fn, doub
 
 int main(int argc, char** argv) {
   long mib = 1024, passes = 5;
+  bool small_pages = false;
   std::vector<int> threads = {1, 2};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!std::strcmp(a, "--mib")) mib = parse_int(a, v, 1, 1L << 20), ++i;
     else if (!std::strcmp(a, "--passes")) passes = parse_int(a, v, 1, 1000), ++i;
+    else if (!std::strcmp(a, "--small-pages")) small_pages = true;
     else if (!std::strcmp(a, "--threads")) {
       if (!v) usage("--threads needs a value");
       threads.clear();
@@ -190,7 +196,7 @@ int main(int argc, char** argv) {
       }
       ++i;
     } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      std::printf("usage: %s [--mib N] [--threads T[,T...]] [--passes K]\n", PROG);
+      std::printf("usage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages]\n", PROG);
       return 0;
     } else {
       usage((std::string("unknown argument ") + a).c_str());
@@ -202,6 +208,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: cannot allocate %ld MiB\n", PROG, mib);
     return 1;
   }
+  const bool advised = !small_pages && ::madvise(a, bytes, MADV_HUGEPAGE) == 0;
   const int most = *std::max_element(threads.begin(), threads.end());
   {  // first touch: each of `most` threads writes its share (a pattern, not zeros: no zero page)
     std::vector<std::thread> pool;
@@ -215,9 +222,10 @@ int main(int argc, char** argv) {
   }
   const char* loads = nullptr;
   const read_fn fn = pick(&loads);
-  std::printf("ml_bwprobe: %ld MiB array, L3 %s, transparent huge pages: %s, %u CPUs online\n\n", mib,
-              first_line("/sys/devices/system/cpu/cpu0/cache/index3/size").c_str(),
-              first_line("/sys/kernel/mm/transparent_hugepage/enabled").c_str(), std::thread::hardware_concurrency());
+  std::printf("ml_bwprobe: %ld MiB array, L3 %s, transparent huge pages: %s, array %s, %u CPUs online\n\n",
+              mib, first_line("/sys/devices/system/cpu/cpu0/cache/index3/size").c_str(),
+              first_line("/sys/kernel/mm/transparent_hugepage/enabled").c_str(),
+              advised ? "advised MADV_HUGEPAGE" : "not advised", std::thread::hardware_concurrency());
   std::printf("| threads | MiB | passes | best GB/s | median GB/s | loads |\n| --- | --- | --- | --- | --- | --- |\n");
   for (int t : threads) {
     double best = 0, median = 0;
