@@ -18,10 +18,13 @@
 // With the default dynamic tiering a fresh page ran stories260K at a quarter to three quarters of
 // its speed for seconds, and each new page faster (the code cache): the figures measured the
 // tiering, not the kernels. A page that keeps a model busy, or a later visit, runs the same code.
+// For scripts/bench-targets (the cross-target dashboard): --model-file A.mlb,B.mlb replaces the models
+// (labelled by file name, copied into web/artifacts, which the page server serves), --no-native
+// leaves out the native rows and --json prints the rows as one JSON array instead of the Markdown.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { Krafla } from '../src/index.js';
 import { artifactsDir, nativeMlb, repoDir, scalarBin, sharedDir, webDir } from '../test/native.mjs';
@@ -61,6 +64,17 @@ if (args.includes('--real')) {
       ['--config', join(sharedDir, 'data', 'hf', folder, 'config.json'), '--max-seq', '512', '--wtype', 'q8']) });
   }
 }
+const modelFiles = opt('--model-file', null)?.split(',');
+if (modelFiles) {
+  models.splice(0, models.length, ...modelFiles.map((f) => {
+    const name = basename(f);
+    const served = join(artifactsDir, name);
+    if (resolve(f) !== served) copyFileSync(f, served);
+    return { label: name.replace(/\.mlb$/, ''), file: served };
+  }));
+}
+const noNative = args.includes('--no-native');
+const jsonOut = args.includes('--json');
 const chromiumOnly = args.includes('--chromium-only');
 const onlyModels = opt('--models', null)?.split(',');
 if (onlyModels) {
@@ -129,7 +143,7 @@ try {
       rows.push({ model: model.label, where: `node ${process.version.split('.')[0]}`, build, threads, prefill: n.prefillTokensPerSecond, decode: n.decodeTokensPerSecond });
       console.error(rows.at(-1));
     }
-    for (const preset of chromiumOnly ? [] : ['scalar', 'avx2', 'native']) {
+    for (const preset of chromiumOnly || noNative ? [] : ['scalar', 'avx2', 'native']) {
       for (const threads of [1, mtThreads]) {
         const b = native(preset, model, threads, reps);
         if (b) rows.push({ model: model.label, where: 'native', build: preset, threads, prefill: b.prefill, decode: b.decode });
@@ -206,6 +220,10 @@ function compare() {
 }
 
 const table = lines.join('\n');
+if (jsonOut) {
+  console.log(JSON.stringify({ chromium: chromiumVersion, node: process.version, rows }));
+  process.exit(0);
+}
 console.log(table);
 if (args.includes('--write')) {
   const doc = join(repoDir, 'docs', 'benchmarks.md');
