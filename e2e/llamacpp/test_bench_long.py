@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 
+from benchcheck import check_best_median, check_ratio  # noqa: E402 (this folder)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(ROOT, "scripts", "bench-long-context")
@@ -42,14 +44,12 @@ def check(text, failures):
         failures.append(f"table rows {sorted(c)} are not {sorted(want)}:\n{text}")
         return
     for (engine, kv), (best, median, attn, share, ratio) in c.items():
-        if not (best > 0 and median > 0 and best >= median * 0.999):
-            failures.append(f"{engine} {kv}: best / median {best} / {median}")
+        check_best_median(f"{engine} {kv}", [best, median], failures)
         if engine == "krafla":
             if attn is None or attn <= 0 or share is None or not 0 < share < 100:
                 failures.append(f"krafla {kv}: attention {attn} s, share {share}% (want > 0 and in (0, 100))")
             peer = c[("llama.cpp", kv if kv != "q8" else "f16")][1]
-            if ratio is None or abs(ratio - median / peer) > 0.01 + 0.002 * median / peer:
-                failures.append(f"krafla {kv}: ratio {ratio} is not {median} / {peer} = {median / peer:.3f}")
+            check_ratio(f"krafla {kv}: ratio", ratio, median, peer, failures, rel=0.002)
         elif attn is not None or ratio is not None:
             failures.append(f"llama.cpp {kv}: an attention figure or ratio where none is measured")
     for what, pattern in (("the model's command", r"`ml_convert random --dim 256 .*--max-seq 256 --wtype q4"),

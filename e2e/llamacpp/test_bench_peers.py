@@ -20,14 +20,14 @@ timed assertion: no figure is compared with a speed.
 Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed.
 """
 import argparse
-import importlib.machinery
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+
+from benchcheck import best_median, check_best_median, check_ratio  # noqa: E402 (this folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -36,11 +36,9 @@ TINY = ["--dim", "256", "--hidden", "512", "--layers", "4", "--heads", "8", "--k
 
 
 def load_module():
-    loader = importlib.machinery.SourceFileLoader("bench_peers", SCRIPT)
-    spec = importlib.util.spec_from_loader("bench_peers", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    from benchlib import load_script
+    return load_script("bench-peers")
 
 
 def tiny_bytes(block_bytes):
@@ -64,13 +62,11 @@ def check_table(text, failures):
     c = [x.strip() for x in rows[0].strip().strip("|").split("|")]
     # model -t MB kp(best/med) lp ratio kd ld ratio kgb(%) lgb(%)
     mb = num(c[2])
-    kp, lp, kd, ld = ([num(v) for v in c[i].split("/")] for i in (3, 4, 6, 7))
+    kp, lp, kd, ld = (best_median(c[i]) for i in (3, 4, 6, 7))
     for name, v in (("krafla prefill", kp), ("llama.cpp prefill", lp), ("krafla decode", kd), ("llama.cpp decode", ld)):
-        if not (len(v) == 2 and v[0] > 0 and v[1] > 0 and v[0] >= v[1] * 0.999):
-            failures.append(f"{name}: best / median {v} are not two positive figures with best >= median")
+        check_best_median(name, v, failures)
     for name, ratio, k, l in (("prefill", num(c[5]), kp[1], lp[1]), ("decode", num(c[8]), kd[1], ld[1])):
-        if not abs(ratio - k / l) <= 0.01 + 0.002 * k / l:  # the printed medians are rounded
-            failures.append(f"{name} ratio {ratio} is not krafla {k} / llama.cpp {l} = {k / l:.3f}")
+        check_ratio(f"{name} ratio (krafla / llama.cpp)", ratio, k, l, failures, rel=0.002)
     m = re.search(r"Read bandwidth .*?: ([\d.]+) GB/s at -t 1", text)
     if not m:
         failures.append("no read-bandwidth figure at -t 1 above the table")

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+from benchcheck import best_median, check_best_median, check_ratio  # noqa: E402 (this folder)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(ROOT, "scripts", "bench-targets")
@@ -32,8 +34,7 @@ def rows(text):
     for line in text.splitlines():
         c = [x.strip() for x in line.strip().strip("|").split("|")]
         if len(c) == 10 and c[0] == "tiny-q8" and c[3] == "1" and "/" in c[4]:
-            best_med = lambda s: [float(v) for v in s.split("/")]
-            out[(c[1], c[2])] = [best_med(c[4]), best_med(c[5])] + [float(v) for v in c[6:10]]
+            out[(c[1], c[2])] = [best_median(c[4]), best_median(c[5])] + [float(v) for v in c[6:10]]
     return out
 
 
@@ -50,13 +51,11 @@ def check(text, failures):
     best = [max(r[k][i][1] for k in r if k[1] == "native" and k[0] != "llama.cpp") for i in (0, 1)]
     lc = [r[("llama.cpp", "native")][i][1] for i in (0, 1)]
     for k, (p, d, xp, xd, lp, ld) in r.items():
-        for name, (b, m) in (("prefill", p), ("decode", d)):
-            if not (b > 0 and m > 0 and b >= m * 0.999):
-                failures.append(f"{k} {name}: best / median {b} / {m}")
+        for name, pair in (("prefill", p), ("decode", d)):
+            check_best_median(f"{k} {name}", pair, failures)
         for name, got, num, den in (("prefill × best native", xp, p[1], best[0]), ("decode × best native", xd, d[1], best[1]),
                                     ("prefill × llama.cpp", lp, p[1], lc[0]), ("decode × llama.cpp", ld, d[1], lc[1])):
-            if abs(got - num / den) > 0.01 + 0.003 * num / den:  # the printed medians are rounded
-                failures.append(f"{k} {name}: {got} is not {num} / {den} = {num / den:.3f}")
+            check_ratio(f"{k} {name}", got, num, den, failures)
         if k[1] == "native" and k[0] != "llama.cpp" and xd > 1.0 + 1e-9:
             failures.append(f"{k}: a native build above the best native build ({xd})")
     svg = os.path.join(OUT, "targets.svg")

@@ -60,17 +60,6 @@ struct model_opts {
   bool no_pack = false, pack_cache = false;
 };
 
-struct handles {
-  ml_model* model = nullptr;
-  ml_exec* exec = nullptr;
-  std::vector<ml_session*> sessions;
-  ~handles() {
-    for (ml_session* s : sessions) ml_session_free(s);
-    ml_exec_free(exec);
-    ml_model_close(model);
-  }
-};
-
 // The prompt of session s: BOS, then fixed ids that differ between sessions.
 std::vector<int32_t> make_prompt(const ml_model_info& info, int n, int s) {
   std::vector<int32_t> p((size_t)n);
@@ -84,7 +73,7 @@ struct speeds {
 };
 
 // One session alone: ml_generate, greedy.
-ml_status run_single(handles& h, const std::vector<int32_t>& prompt, int decode, speeds* best, ml_error* err) {
+ml_status run_single(ml::cli::handles& h, const std::vector<int32_t>& prompt, int decode, speeds* best, ml_error* err) {
   ml_session* s = h.sessions[0];
   ML_TRY_CLI(ml_session_truncate(s, 0, err));
   ml_gen_params g{};
@@ -99,7 +88,7 @@ ml_status run_single(handles& h, const std::vector<int32_t>& prompt, int decode,
 
 // Every session together: their prompts in one batch, then `decode` steps of one greedy token per
 // session, each step one batch.
-ml_status run_together(handles& h, const std::vector<std::vector<int32_t>>& prompts, int decode, speeds* best,
+ml_status run_together(ml::cli::handles& h, const std::vector<std::vector<int32_t>>& prompts, int decode, speeds* best,
                        ml_error* err) {
   const size_t N = h.sessions.size();
   std::vector<ml_batch_token> batch;
@@ -134,7 +123,7 @@ int bench_model(const model_opts& o) {
   ml_exec_params ep{};
   ep.n_threads = o.threads;
   ep.batch = o.batch;
-  handles h;
+  ml::cli::handles h;
   ml_error err;
   const double t0 = now();
   if (ml_model_open(&h.model, o.path.c_str(), &mp, &err) != ML_OK) {

@@ -41,6 +41,22 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* 
 // Appends the whole of path ("-": stdin) to *out; false when it cannot be opened or read.
 bool read_file(const std::string& path, std::string* out);
 
+// The engine objects of one run (model, executor, sessions), freed sessions first on every exit
+// path.
+struct handles {
+  ml_model* model = nullptr;
+  ml_exec* exec = nullptr;
+  std::vector<ml_session*> sessions;
+  handles() = default;
+  handles(const handles&) = delete;
+  handles& operator=(const handles&) = delete;
+  ~handles() {
+    for (ml_session* s : sessions) ml_session_free(s);
+    ml_exec_free(exec);
+    ml_model_close(model);
+  }
+};
+
 // s[0, n) as a JSON string literal: quotes, backslashes and control characters escaped, other
 // bytes as they are.
 std::string json_string(const char* s, size_t n);

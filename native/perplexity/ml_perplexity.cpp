@@ -38,17 +38,6 @@ struct options {
   bool no_pack = false, pack_cache = false, json = false, ids = false;
 };
 
-struct handles {
-  ml_model* model = nullptr;
-  ml_exec* exec = nullptr;
-  std::vector<ml_session*> sessions;
-  ~handles() {
-    for (ml_session* s : sessions) ml_session_free(s);
-    ml_exec_free(exec);
-    ml_model_close(model);
-  }
-};
-
 // The NLL of the chunks being evaluated, filled by the logits callback.
 struct scorer {
   const std::vector<int32_t>* tokens;
@@ -162,7 +151,7 @@ int ml_main(int argc, char** argv) {
   mp.ctx = o.ctx;
   mp.no_pack = o.no_pack;
   mp.pack_cache = o.pack_cache;
-  handles h;
+  ml::cli::handles h;
   ml_error err;
   if (ml_model_open(&h.model, o.model.c_str(), &mp, &err) != ML_OK) {
     if (err.status == ML_E_ARG && o.ctx)  // the context the model cannot take
