@@ -34,6 +34,8 @@ ml_isa(avx2        PARENT sse41  ARCH x86  FLAGS -mavx2 -mfma -mf16c)
 ml_isa(avxvnni     PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavxvnni)
 # avx512vnni skips avxvnni on purpose: Ice Lake and Cascade Lake lack the VEX-encoded AVX-VNNI.
 ml_isa(avx512vnni  PARENT avx2   ARCH x86  FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni)
+# amx: avx512vnni + the AMX tile unit for the batched (prefill) packed matmul (Sapphire Rapids on).
+ml_isa(amx         PARENT avx512vnni ARCH x86 FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mamx-tile -mamx-int8)
 # ARM (cross-compiled with cmake/toolchains/*.cmake, tested under qemu-user). neon is the ARMv7
 # build (arm32: NEON is optional there); on AArch64 plain NEON (ASIMD) is the baseline, so the
 # AArch64 ISAs start at neon_dotprod and inherit the neon folder, whose kernels build for both.

@@ -1,8 +1,8 @@
 """The ISA guard under qemu-x86_64: each build's executables, run on CPU models that lack its
 instruction set, must exit 3 naming the missing feature before any ISA instruction runs (static
 initialisers included: a SIGILL would show as a signal, not exit 3); on models that have it they
-must run (--help exits 0). qemu 7.2's TCG emulates up to AVX2, so the AVX-VNNI and AVX-512 builds
-get only negative cases there; their positive case is this machine itself, when it has them.
+must run (--help exits 0). qemu 7.2's TCG emulates up to AVX2, so the AVX-VNNI, AVX-512 and AMX
+builds get only negative cases there; their positive case is this machine itself, when it has them.
 
 Usage: test_guard.py ISA BIN_DIR"""
 import os
@@ -27,6 +27,8 @@ MISSING = {
     ("avxvnni", "SandyBridge"): "fma",
     ("avx512vnni", "Haswell"): "avx512f",
     ("avx512vnni", "Nehalem"): "avx",
+    ("amx", "Haswell"): "avx512f",
+    ("amx", "Nehalem"): "avx",
 }
 APPS = ["ml_run", "ml_tok", "ml_convert", "ml_bench", "ml_perplexity"]
 # /proc/cpuinfo flags each ISA needs (src/core/isa_check.cpp's list, as the kernel names them).
@@ -37,6 +39,9 @@ HOST_FLAGS = {
 }
 HOST_FLAGS["avxvnni"] = HOST_FLAGS["avx2"] + ["avx_vnni"]
 HOST_FLAGS["avx512vnni"] = HOST_FLAGS["avx2"] + ["avx512f", "avx512bw", "avx512vl", "avx512_vnni"]
+# amx also needs Linux to grant the tile data (arch_prctl): /proc/cpuinfo lists the flags only
+# where the kernel supports AMX.
+HOST_FLAGS["amx"] = HOST_FLAGS["avx512vnni"] + ["amx_tile", "amx_int8"]
 
 
 def host_flags():

@@ -6,6 +6,11 @@
 #include <cpuid.h>
 #define ML_X86 1
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ML_X86_64_LINUX 1
+#endif
 #if (defined(__aarch64__) || defined(__arm__)) && defined(__linux__)
 #include <sys/auxv.h>
 #define ML_ARM_LINUX 1
@@ -14,6 +19,12 @@
 namespace {
 
 bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
+
+// Linux's arch_prctl codes for dynamically enabled xstate (asm/prctl.h, Linux 5.16) and the tile
+// data feature's number (XFEATURE_XTILEDATA, XCR0 bit 18); spelled out for older headers.
+[[maybe_unused]] constexpr long kArchGetXcompPerm = 0x1022;
+[[maybe_unused]] constexpr long kArchReqXcompPerm = 0x1023;
+[[maybe_unused]] constexpr int kXtiledata = 18;
 
 // Each x86 ISA's requirements, checked in order; the first unmet one is reported.
 const char* missing_sse2(const ml_cpuid_regs* r) { return bit(r->l1_edx, 26) ? nullptr : "sse2"; }
@@ -48,6 +59,19 @@ const char* missing_avx512vnni(const ml_cpuid_regs* r) {
   if (!bit(r->l7_ebx, 31)) return "avx512vl";
   if (!bit(r->l7_ecx, 11)) return "avx512vnni";
   if ((r->xcr0 & 0xE0) != 0xE0) return "OS support for AVX-512 state (XCR0 bits 5-7)";
+  return nullptr;
+}
+
+// AMX: the tile unit (leaf 7 EDX bit 24) and its int8 dot products (bit 25), the OS saving the
+// tile configuration and data (XCR0 bits 17 and 18), and on Linux this process's permission to
+// use the tile data (ml_tiles_request).
+const char* missing_amx(const ml_cpuid_regs* r) {
+  if (const char* m = missing_avx512vnni(r)) return m;
+  if (!bit(r->l7_edx, 24)) return "amx-tile";
+  if (!bit(r->l7_edx, 25)) return "amx-int8";
+  if ((r->xcr0 & 0x60000) != 0x60000) return "OS support for AMX tile state (XCR0 bits 17-18)";
+  if (!r->tiles_permitted)
+    return "the OS's permission to use AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM refused; Linux 5.16 or later grants it)";
   return nullptr;
 }
 
@@ -88,12 +112,14 @@ const char* missing_sve(const ml_arm_hwcaps* h) {
 struct x86_check {
   const char* isa;
   const char* (*missing)(const ml_cpuid_regs*);
+  bool tiles = false;  // uses AMX tiles: ml_isa_missing asks the OS for them first
 };
 constexpr x86_check kX86[] = {{"sse2", missing_sse2},
                               {"sse41", missing_sse41},
                               {"avx2", missing_avx2},
                               {"avxvnni", missing_avxvnni},
-                              {"avx512vnni", missing_avx512vnni}};
+                              {"avx512vnni", missing_avx512vnni},
+                              {"amx", missing_amx, true}};
 
 struct arm_check {
   const char* isa;
@@ -162,6 +188,7 @@ ml_cpuid_regs ml_cpuid_read() {
     __cpuid_count(7, 0, a, b, c, d);
     r.l7_ebx = b;
     r.l7_ecx = c;
+    r.l7_edx = d;
     const unsigned max_sub = a;
     if (max_sub >= 1) {
       __cpuid_count(7, 1, a, b, c, d);
@@ -174,12 +201,31 @@ ml_cpuid_regs ml_cpuid_read() {
     r.xcr0 = ((uint64_t)hi << 32) | lo;
   }
 #endif
+#ifdef ML_X86_64_LINUX
+  unsigned long permitted = 0;  // ARCH_GET_XCOMP_PERM: the xfeatures this process may use
+  r.tiles_permitted = syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) == 0 && ((permitted >> kXtiledata) & 1u);
+#elif defined(__x86_64__)
+  r.tiles_permitted = true;
+#endif
   return r;
 }
 
+bool ml_tiles_request() {
+#ifdef ML_X86_64_LINUX
+  // Asked once: a function-local static (this file has no ISA flags, and its guard is thread-safe).
+  static const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXtiledata) == 0;
+  return granted;
+#elif defined(__x86_64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 const char* ml_isa_missing(const char* isa) {
-  if (find_x86(isa)) {
+  if (const x86_check* c = find_x86(isa)) {
 #ifdef ML_X86
+    if (c->tiles) ml_tiles_request();
     const ml_cpuid_regs r = ml_cpuid_read();
     return ml_isa_missing_x86(isa, &r);
 #else

@@ -4,21 +4,36 @@
 #pragma once
 #include <cstdint>
 
-// The registers the x86 check reads: CPUID leaf 1 (ECX, EDX), leaf 7 sub-leaf 0 (EBX, ECX),
-// leaf 7 sub-leaf 1 (EAX), and XCR0 (XGETBV 0; 0 when the OS does not enable XSAVE).
+// The registers the x86 check reads: CPUID leaf 1 (ECX, EDX), leaf 7 sub-leaf 0 (EBX, ECX, and
+// EDX: AMX-TILE bit 24, AMX-INT8 bit 25), leaf 7 sub-leaf 1 (EAX), XCR0 (XGETBV 0; 0 when the OS
+// does not enable XSAVE), and whether the OS lets this process use the AMX tile data state.
 struct ml_cpuid_regs {
   uint32_t max_leaf = 0;
   uint32_t l1_ecx = 0, l1_edx = 0;
   uint32_t l7_ebx = 0, l7_ecx = 0, l7_1_eax = 0;
   uint64_t xcr0 = 0;
+  uint32_t l7_edx = 0;
+  // Linux enables the tile data state (XCR0 bit 18) per process, on request: true once
+  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) has been granted (ARCH_GET_XCOMP_PERM
+  // reads it back; ml_tiles_request asks). Other x86-64 OSes: true (XCR0 alone decides).
+  bool tiles_permitted = false;
 };
 
 // The first feature that isa needs and the registers lack ("avx2", "OS support for AVX state",
 // ...), or null when the CPU runs it. Unknown ISA names are reported as missing themselves.
 const char* ml_isa_missing_x86(const char* isa, const ml_cpuid_regs* r);
 
-// Reads this CPU's registers (all zero off x86).
+// Reads this CPU's registers (all zero off x86). Asks the OS for nothing: tiles_permitted reports
+// an earlier ml_tiles_request.
 ml_cpuid_regs ml_cpuid_read();
+
+// Asks Linux, once per process, for the AMX tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA): the permission covers every thread of the process, so it must be granted
+// before any thread executes a tile instruction, or that instruction faults). Returns whether it
+// was granted; true on other x86-64 OSes, false off x86-64. ml_isa_missing calls it for the ISAs
+// that use tiles (amx), so the guard of every executable (native/main_guard.cpp) and the tests'
+// main ask before any kernel runs.
+bool ml_tiles_request();
 
 // What the ARM check reads on Linux: getauxval(AT_HWCAP) and getauxval(AT_HWCAP2). The bits mean
 // different things on 32-bit ARM and on AArch64, so the values carry their architecture.
@@ -37,7 +52,8 @@ const char* ml_isa_missing_arm(const char* isa, const ml_arm_hwcaps* h);
 ml_arm_hwcaps ml_arm_hwcaps_read();
 
 // The missing feature for isa on this CPU, or null: CPUID on x86, HWCAP on ARM Linux; an ISA of
-// another architecture is missing itself. "scalar" always runs.
+// another architecture is missing itself. "scalar" always runs. For an ISA that uses AMX tiles it
+// first asks the OS for them (ml_tiles_request).
 const char* ml_isa_missing(const char* isa);
 
 // The names of the ISAs that have a CPU check here (x86, then ARM), i = 0, 1, ...; null past the

@@ -18,6 +18,19 @@ const ml_cpuid_regs qemu_sandybridge{13, 0x9e982203, 0x078bfbfd, 0, 0, 0, 0x7};
 const ml_cpuid_regs qemu_haswell{13, 0xfed83203, 0x078bfbfd, 0x000003a9, 0, 0, 0x7};
 const ml_cpuid_regs qemu_icelake{13, 0xfed83203, 0x078bfbfd, 0x019803a9, 0x0001020c, 0, 0x207};
 
+// host_spr was recorded before the check read leaf 7 EDX (and in a VM whose XCR0, 0xe7, has no
+// tile state). spr_amx is it with the AMX bits a Sapphire Rapids reports under Linux 5.16+, set
+// from the SDM: leaf 7 EDX bits 22, 24, 25 (AMX-BF16, AMX-TILE, AMX-INT8), XCR0 0x602e7 (x87, SSE,
+// AVX, AVX-512, PKRU, XTILECFG, XTILEDATA), tile data permitted. Not a recording: no session has
+// had an AMX CPU yet.
+ml_cpuid_regs with_amx(ml_cpuid_regs r) {
+  r.l7_edx |= (1u << 22) | (1u << 24) | (1u << 25);
+  r.xcr0 = 0x602e7;
+  r.tiles_permitted = true;
+  return r;
+}
+const ml_cpuid_regs spr_amx = with_amx(host_spr);
+
 std::string missing(const char* isa, const ml_cpuid_regs& r) {
   const char* m = ml_isa_missing_x86(isa, &r);
   return m ? m : "";
@@ -58,6 +71,41 @@ TEST_CASE("isa_check: leaf 7 is ignored when the CPU does not report it", "[isa]
   ml_cpuid_regs r = qemu_haswell;
   r.max_leaf = 6;
   CHECK(missing("avx2", r) == "avx2");
+}
+
+TEST_CASE("isa_check: AMX needs the tile bits, the OS's tile state and Linux's permission", "[isa]") {
+  CHECK(missing("amx", host_spr) == "amx-tile");  // no leaf 7 EDX recorded
+  for (const char* isa : {"scalar", "sse2", "sse41", "avx2", "avxvnni", "avx512vnni", "amx"}) CHECK(missing(isa, spr_amx) == "");
+  CHECK(missing("amx", qemu_haswell) == "avx512f");  // amx builds on avx512vnni
+  ml_cpuid_regs r = spr_amx;
+  r.l7_edx &= ~(1u << 25);
+  CHECK(missing("amx", r) == "amx-int8");
+  r = spr_amx;
+  r.xcr0 = 0x202e7;  // tile configuration saved, tile data not
+  CHECK_THAT(missing("amx", r), Catch::Contains("AMX tile state (XCR0 bits 17-18)"));
+  r = spr_amx;
+  r.tiles_permitted = false;  // arch_prctl(ARCH_REQ_XCOMP_PERM) refused (Linux before 5.16)
+  CHECK_THAT(missing("amx", r), Catch::Contains("ARCH_REQ_XCOMP_PERM"));
+  CHECK(missing("avx512vnni", r) == "");  // the other builds need no permission
+}
+
+TEST_CASE("isa_check: this process's tile permission, as asked and as read back", "[isa]") {
+  // ml_isa_missing("amx") asks (once); ARCH_GET_XCOMP_PERM then reports what was granted. On a
+  // CPU without AMX (this Zen 4) both say no and the guard names the first missing feature.
+  const char* m = ml_isa_missing("amx");
+  const bool granted = ml_tiles_request();
+  const ml_cpuid_regs r = ml_cpuid_read();
+#if defined(__x86_64__)
+  CHECK(std::string(m ? m : "") == missing("amx", r));
+#else
+  CHECK(std::string(m ? m : "") == "amx");  // an x86 ISA elsewhere is missing itself
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+  CHECK(granted == r.tiles_permitted);
+  if (!((r.l7_edx >> 24) & 1u)) CHECK_FALSE(granted);  // Linux refuses tiles the CPU lacks
+#else
+  (void)granted;
+#endif
 }
 
 TEST_CASE("isa_check: unknown ISA names are reported as missing", "[isa]") {
@@ -127,6 +175,8 @@ TEST_CASE("isa_check: one CPU check per x86 and ARM row of kernels/isa.cmake and
   all_x86.max_leaf = 0xffffffffu;
   all_x86.l1_ecx = all_x86.l1_edx = all_x86.l7_ebx = all_x86.l7_ecx = all_x86.l7_1_eax = 0xffffffffu;
   all_x86.xcr0 = ~0ull;
+  all_x86.l7_edx = 0xffffffffu;
+  all_x86.tiles_permitted = true;
   const ml_arm_hwcaps all_a32{false, ~0ull, ~0ull}, all_a64{true, ~0ull, ~0ull};
   auto checked = [](const char* isa) {
     for (int i = 0; ml_isa_checked(i); ++i)
