@@ -29,8 +29,13 @@
 //
 // Prefetch (ML_PREFETCH, CMake option ML_USE_PREFETCH): hardware prefetchers stop at 4 KB page
 // boundaries, so each block's quant lines and its scales are requested ML_PREFETCH_DIST bytes of
-// the weight stream ahead (spec/architecture.txt, "Prefetch").
+// the weight stream ahead (spec/architecture.txt, "Prefetch"). Except where V::kQ8PrefetchOnAmd is
+// false (avx512vnni) in the Q8 matvec on an AMD CPU: on Zen 4 the prefetches cost that stream,
+// the fastest per byte, 8-12% of decode speed, while its Q4 matvec and avx2's Q8 (more work per
+// byte) gain from them (docs/benchmarks.md). Prefetching changes no result: both give the same bits.
 #pragma once
+#include <cpuid.h>
+
 #include <cstring>
 
 #include "core/pack.h"
@@ -46,6 +51,18 @@ inline constexpr int ML_PREFETCH_DIST = 4096;  // bytes of the weight stream ahe
 inline constexpr int kOffInts = 512;           // int32 block offsets per chunk (tokens x blocks): 2 KB
 
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+// Whether this is an AMD (or Hygon) CPU: read once; the one fact a kernel here takes from outside
+// its arguments, and it changes only timing (which matvecs prefetch, see the header).
+static inline bool cpu_is_amd() {
+  static const bool amd = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    return (b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) ||  // "AuthenticAMD"
+           (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975);    // "HygonGenuine"
+  }();
+  return amd;
+}
 
 static inline int32_t load4(const int8_t* p) {
   int32_t v;
@@ -72,7 +89,7 @@ static inline int32_t block_sum(const int8_t* p) {
 // nblk blocks of one group for T tokens. wq: the group's first block (of the chunk); wd: its
 // scales; xq[t]/xd[t]: token t's quants/scales at the chunk's first block; off[t * ostride + b]:
 // the offset of block b of token t. acc[t] lane i += row i's terms.
-template <class V, int T, bool Q4, bool F16>
+template <class V, int T, bool Q4, bool F16, bool PF>
 inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* wd, const int8_t* const xq[T],
                          const float* const xd[T], const int32_t* off, int ostride, int nblk) {
   using vi = typename V::vi;
@@ -83,11 +100,11 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
   constexpr bool use_off = Q4 || V::kQ8Offset != 0;
   for (int b = 0; b < nblk; ++b) {
     const uint8_t* wb = wq + (size_t)b * block_bytes;
-#if ML_PREFETCH
+    if constexpr (PF) {
 #pragma GCC unroll 8
-    for (int l = 0; l < block_bytes; l += 64) prefetch(wb + ML_PREFETCH_DIST + l);
-    prefetch(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes + ML_PREFETCH_DIST * scale_bytes / block_bytes);
-#endif
+      for (int l = 0; l < block_bytes; l += 64) prefetch(wb + ML_PREFETCH_DIST + l);
+      prefetch(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes + ML_PREFETCH_DIST * scale_bytes / block_bytes);
+    }
     vi init[T], s[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) init[t] = use_off ? V::set1(-off[t * ostride + b]) : V::zero();
@@ -125,8 +142,8 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
 
 #undef ML_PK_STEPS
 
-// T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1).
-template <class V, int T, bool Q4, bool F16>
+// T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1); PF: prefetch.
+template <class V, int T, bool Q4, bool F16, bool PF = ML_PREFETCH != 0>
 void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const float* xd, int n, int r0, int r1) {
   using vf = typename V::vf;
   constexpr int G = V::G;
@@ -162,7 +179,7 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
         acc[t] = c0 == 0 ? V::fzero() : V::floadu(dst[t]);
       }
       const size_t at = (size_t)g * nb + c0;  // the group's first block of the chunk
-      group_blocks<V, T, Q4, F16>(acc, pq + at * block_bytes, pd + at * G * scale_size, xqs, xds, off, chunk, nblk);
+      group_blocks<V, T, Q4, F16, PF>(acc, pq + at * block_bytes, pd + at * G * scale_size, xqs, xds, off, chunk, nblk);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) V::fstoreu(dst[t], acc[t]);
     }
@@ -174,7 +191,8 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
 
 template <class V, bool Q4, bool F16>
 void matvec(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
-  tile<V, 1, Q4, F16>(y, 0, W, x->q, x->d, x->n, r0, r1);
+  if (ML_PREFETCH && !Q4 && !V::kQ8PrefetchOnAmd && cpu_is_amd()) tile<V, 1, Q4, F16, false>(y, 0, W, x->q, x->d, x->n, r0, r1);
+  else tile<V, 1, Q4, F16>(y, 0, W, x->q, x->d, x->n, r0, r1);
 }
 
 // The remainder of a matmul: one tile of 1..TILE-1 tokens, its count a template argument.
@@ -206,6 +224,7 @@ struct Lanes256 {
   using vf = __m256;
   static constexpr int G = 8;
   static constexpr int TILE = 4;
+  static constexpr bool kQ8PrefetchOnAmd = true;  // the Q8 matvec prefetches on AMD CPUs too
   static vi zero() { return _mm256_setzero_si256(); }
   static vi set1(int32_t v) { return _mm256_set1_epi32(v); }
   static vi load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
