@@ -86,12 +86,6 @@ inline void block_store(Tiles& tl, int k, int32_t (*c)[kM][G]) {
   if (J < k) tl.template store<J>(c[J], 4 * G);
 }
 
-template <bool F16>
-static inline __m512 scales(const uint8_t* d, size_t i) {
-  if constexpr (F16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 2 * i)));
-  else return _mm512_loadu_ps(reinterpret_cast<const float*>(d) + i);
-}
-
 // m (1..kM) tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1);
 // the tiles configured for m tokens.
 template <class Tiles, bool Q4, bool F16>
@@ -141,7 +135,7 @@ void tile(Tiles& tl, float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq
         block_store<Tiles, 2>(tl, k, c);
         block_store<Tiles, 3>(tl, k, c);
         for (int j = 0; j < k; ++j) {
-          const __m512 dw = scales<F16>(pd, (at + b + j) * G);
+          const __m512 dw = x86pk::scales512<F16>(pd, (at + b + j) * G);
           for (int t = 0; t < m; ++t) {
             const __m512i s = _mm512_sub_epi32(_mm512_load_si512(c[j][t]), _mm512_set1_epi32(off[t][b + j]));
             const __m512 dx = _mm512_set1_ps(xd[(size_t)t * nb + c0 + b + j]);

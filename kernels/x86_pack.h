@@ -244,6 +244,16 @@ struct Lanes256 {
   }
 };
 
+#ifdef __AVX512F__
+// The 16 scales of a G = 16 group at d + i: f16 widened exactly by vcvtph2ps, or f32 (the 512-bit
+// packed kernels: avx512vnni's V and amx's tile).
+template <bool F16>
+static inline __m512 scales512(const void* d, size_t i) {
+  if constexpr (F16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(d) + i)));
+  else return _mm512_loadu_ps(static_cast<const float*>(d) + i);
+}
+#endif
+
 }  // namespace ml::k::x86pk
 
 // The four extern "C" entry points of ISA `isa` over traits V, dispatching on the packed scales'

@@ -40,10 +40,7 @@ struct V {
   static vf fmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
   static vf fadd(vf a, vf b) { return _mm512_add_ps(a, b); }
   template <bool F16>
-  static vf scales(const void* d, size_t i) {
-    if constexpr (F16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(d) + i)));
-    else return _mm512_loadu_ps(static_cast<const float*>(d) + i);
-  }
+  static vf scales(const void* d, size_t i) { return ml::k::x86pk::scales512<F16>(d, i); }
 };
 static_assert(ml::k::avx512vnni::pack.g == V::G && ml::k::avx512vnni::pack.q8_offset == V::kQ8Offset &&
                   ml::k::avx512vnni::pack.q4_xor == 0,
