@@ -34,10 +34,9 @@
 // the fastest per byte, 8-12% of decode speed, while its Q4 matvec and avx2's Q8 (more work per
 // byte) gain from them (docs/benchmarks.md). Prefetching changes no result: both give the same bits.
 #pragma once
-#include <cpuid.h>
-
 #include <cstring>
 
+#include "core/isa_check.h"
 #include "core/pack.h"
 #include "kernels/x86_avx.h"
 
@@ -52,14 +51,12 @@ inline constexpr int kOffInts = 512;           // int32 block offsets per chunk 
 
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
-// Whether this is an AMD (or Hygon) CPU: read once; the one fact a kernel here takes from outside
-// its arguments, and it changes only timing (which matvecs prefetch, see the header).
+// Whether this is an AMD (or Hygon) CPU (core/isa_check.h), read once: the one fact a kernel here
+// takes from outside its arguments, and it changes only timing (which matvecs prefetch, see the header).
 static inline bool cpu_is_amd() {
   static const bool amd = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-    return (b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163) ||  // "AuthenticAMD"
-           (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975);    // "HygonGenuine"
+    const ml_cpuid_regs r = ml_cpuid_read();
+    return ml_cpuid_amd(&r);
   }();
   return amd;
 }

@@ -173,12 +173,20 @@ const char* ml_isa_checked(int i) {
   return nullptr;
 }
 
+bool ml_cpuid_amd(const ml_cpuid_regs* r) {
+  return (r->vendor_ebx == 0x68747541 && r->vendor_edx == 0x69746e65 && r->vendor_ecx == 0x444d4163) ||  // AuthenticAMD
+         (r->vendor_ebx == 0x6f677948 && r->vendor_edx == 0x6e65476e && r->vendor_ecx == 0x656e6975);    // HygonGenuine
+}
+
 ml_cpuid_regs ml_cpuid_read() {
   ml_cpuid_regs r;
 #ifdef ML_X86
   unsigned a, b, c, d;
   if (!__get_cpuid(0, &a, &b, &c, &d)) return r;
   r.max_leaf = a;
+  r.vendor_ebx = b;
+  r.vendor_edx = d;
+  r.vendor_ecx = c;
   if (r.max_leaf >= 1) {
     __cpuid(1, a, b, c, d);
     r.l1_ecx = c;

@@ -17,7 +17,13 @@ struct ml_cpuid_regs {
   // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) has been granted (ARCH_GET_XCOMP_PERM
   // reads it back; ml_tiles_request asks). Other x86-64 OSes: true (XCR0 alone decides).
   bool tiles_permitted = false;
+  // CPUID leaf 0's vendor string, in EBX, EDX, ECX order ("Auth" "enti" "cAMD").
+  uint32_t vendor_ebx = 0, vendor_edx = 0, vendor_ecx = 0;
 };
+
+// Whether the registers are an AMD (or Hygon) CPU's: the packed kernels' prefetch choice
+// (kernels/x86_pack.h).
+bool ml_cpuid_amd(const ml_cpuid_regs* r);
 
 // The first feature that isa needs and the registers lack ("avx2", "OS support for AVX state",
 // ...), or null when the CPU runs it. Unknown ISA names are reported as missing themselves.

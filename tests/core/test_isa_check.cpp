@@ -2,6 +2,7 @@
 // machine, a Sapphire-Rapids-class server) and from qemu-x86_64's CPU models.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -105,6 +106,38 @@ TEST_CASE("isa_check: this process's tile permission, as asked and as read back"
   if (!((r.l7_edx >> 24) & 1u)) CHECK_FALSE(granted);  // Linux refuses tiles the CPU lacks
 #else
   (void)granted;
+#endif
+}
+
+TEST_CASE("isa_check: the CPU vendor (AMD and Hygon, nothing else)", "[isa]") {
+  auto with_vendor = [](const char* name) {  // leaf 0 holds the 12 bytes in EBX, EDX, ECX
+    ml_cpuid_regs r = host_spr;
+    std::memcpy(&r.vendor_ebx, name, 4);
+    std::memcpy(&r.vendor_edx, name + 4, 4);
+    std::memcpy(&r.vendor_ecx, name + 8, 4);
+    return r;
+  };
+  for (const char* v : {"AuthenticAMD", "HygonGenuine"}) {
+    const ml_cpuid_regs r = with_vendor(v);
+    CHECK(ml_cpuid_amd(&r));
+  }
+  for (const char* v : {"GenuineIntel", "AuthenticAMX", "CentaurHauls", "\0\0\0\0\0\0\0\0\0\0\0\0"}) {
+    const ml_cpuid_regs r = with_vendor(v);
+    CHECK_FALSE(ml_cpuid_amd(&r));
+  }
+#if defined(__x86_64__) && defined(__linux__)
+  // This CPU, against the kernel's own reading of leaf 0 (/proc/cpuinfo's vendor_id).
+  std::string vendor;
+  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (vendor.empty() && std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "vendor_id", 9) == 0) vendor = std::strchr(line, ':') + 2;
+    std::fclose(f);
+  }
+  if (!vendor.empty()) {
+    const ml_cpuid_regs r = ml_cpuid_read();
+    CHECK(ml_cpuid_amd(&r) == (vendor.rfind("AuthenticAMD", 0) == 0 || vendor.rfind("HygonGenuine", 0) == 0));
+  }
 #endif
 }
 
