@@ -1,10 +1,17 @@
-// AVX-512 VNNI attention kernel: the Q8-cache score dot (the other attention ops are avx2's).
-// Contract (kernels/ops.h): s[j] = (float)(int32 dot(q, K_j)) * (qd * Kd[j * d_stride]) for
-// j < n_rows; only head_dim quants of each row are read (the tail through byte-masked loads,
-// which never touch masked-off bytes); no allocation, no global state.
-// Idiom: 4 cache rows per pass share each 64-quant chunk of q, its |q| and its sign mask;
-// vpdpbusd(acc, |q|, k negated where q < 0) accumulates the exact int32 dot, so the result is
-// bit-identical to scalar code.
+// AVX-512 attention kernels: the Q8-cache score dot, the F32/F16 score dots and the three
+// weighted sums of values (axpy).
+// Contract (kernels/ops.h): row j of a cache starts at j * stride elements; only head_dim values
+// of each row are read (tails through masked loads, which never touch masked-off elements);
+// s[j] for j < n_rows and out[i] for i < head_dim are the only writes; no allocation, no global
+// state.
+// Idioms. Q8 dot: 4 cache rows per pass share each 64-quant chunk of q, its |q| and its sign
+// mask; vpdpbusd(acc, |q|, k negated where q < 0) accumulates the exact int32 dot (bit-identical
+// to scalar code). Float dots: one row at a time, front to back (on Zen 4, avx2's 4 interleaved
+// rows read a cache from memory at half the speed), one 16-lane register holding
+// kernels/numerics.h's 16 partial sums (plain mul/add, no FMA), reduced by its fixed tree:
+// bit-identical to scalar. axpy: up to 128 values of out (8 registers) stay in registers while
+// every row is added in order, so a row of head_dim <= 128 is read once, front to back; out + w * v
+// as two roundings like scalar code.
 #include "kernels/avx512vnni/avx512vnni.h"
 #include "kernels/x86_avx.h"
 
@@ -28,7 +35,95 @@ inline void dot_q8_rows(float* s, const int8_t* q, float qd, const int8_t* K, co
   for (int k = 0; k < R; ++k) s[k] = (float)hsum_i32(fold512(acc[k])) * (qd * Kd[(size_t)k * ds]);
 }
 
+// A row's 16 values at p as floats, the lanes outside m zero.
+inline __m512 ld16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 ld16(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 ld16(const int8_t* p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
+inline __mmask16 mask16(int m) { return m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1); }
+
+// numerics.h's sum of 16 partials: P[l] + P[l + 8] (the halves), then hsum's tree.
+inline float sum16(__m512 p) { return hsum(_mm256_add_ps(lo256(p), hi256(p))); }
+
+template <class T>
+inline void dot(float* s, const float* q, const T* K, size_t ks, int n_rows, int hd) {
+  for (int j = 0; j < n_rows; ++j) {
+    const T* k = K + (size_t)j * ks;
+    __m512 acc = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= hd; i += 16) acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(q + i), ld16(k + i, 0xFFFF)));
+    if (i < hd) {  // lanes past head_dim add +0, which changes no partial
+      const __mmask16 m = mask16(hd - i);
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, q + i), ld16(k + i, m)));
+    }
+    s[j] = sum16(acc);
+  }
+}
+
+// out[i] += sum_j wt(j) * V[j * vs + i] for NV * 16 values at out, the last vector m (1..16) of
+// them, kept in registers while every row is added in order.
+template <int NV, class T, class Wt>
+inline void axpy_slice(float* out, const T* V, size_t vs, int n_rows, int m, const Wt& wt) {
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int k = 0; k < NV; ++k) acc[k] = _mm512_maskz_loadu_ps(mask16(k == NV - 1 ? m : 16), out + 16 * k);
+  for (int j = 0; j < n_rows; ++j) {
+    const __m512 w = _mm512_set1_ps(wt(j));
+    const T* v = V + (size_t)j * vs;
+#pragma GCC unroll 8
+    for (int k = 0; k < NV; ++k)
+      acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(w, ld16(v + 16 * k, mask16(k == NV - 1 ? m : 16))));
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NV; ++k) _mm512_mask_storeu_ps(out + 16 * k, mask16(k == NV - 1 ? m : 16), acc[k]);
+}
+
+template <class T, class Wt>
+inline void axpy(float* out, const T* V, size_t vs, int n_rows, int hd, const Wt& wt) {
+  int i = 0;
+  for (; i + 128 <= hd; i += 128) axpy_slice<8>(out + i, V + i, vs, n_rows, 16, wt);
+  const int rest = hd - i, nv = (rest + 15) / 16, m = rest - 16 * (nv - 1);
+  out += i, V += i;
+  switch (nv) {
+    case 1: axpy_slice<1>(out, V, vs, n_rows, m, wt); break;
+    case 2: axpy_slice<2>(out, V, vs, n_rows, m, wt); break;
+    case 3: axpy_slice<3>(out, V, vs, n_rows, m, wt); break;
+    case 4: axpy_slice<4>(out, V, vs, n_rows, m, wt); break;
+    case 5: axpy_slice<5>(out, V, vs, n_rows, m, wt); break;
+    case 6: axpy_slice<6>(out, V, vs, n_rows, m, wt); break;
+    case 7: axpy_slice<7>(out, V, vs, n_rows, m, wt); break;
+    default: break;  // 0: head_dim was a multiple of 128
+  }
+}
+
 }  // namespace
+
+extern "C" void ml_k_dot_f32_avx512vnni(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
+                                        int head_dim) {
+  dot(s, q, K, k_stride, n_rows, head_dim);
+}
+
+extern "C" void ml_k_dot_f16_avx512vnni(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows,
+                                        int head_dim) {
+  dot(s, q, K, k_stride, n_rows, head_dim);
+}
+
+extern "C" void ml_k_axpy_f32_avx512vnni(float* out, const float* w, const float* V, size_t v_stride, int n_rows,
+                                         int head_dim) {
+  axpy(out, V, v_stride, n_rows, head_dim, [w](int j) { return w[j]; });
+}
+
+extern "C" void ml_k_axpy_f16_avx512vnni(float* out, const float* w, const uint16_t* V, size_t v_stride,
+                                         int n_rows, int head_dim) {
+  axpy(out, V, v_stride, n_rows, head_dim, [w](int j) { return w[j]; });
+}
+
+// The row weight is w[j] * Vd[j * d_stride], the same float product as scalar code.
+extern "C" void ml_k_axpy_q8_avx512vnni(float* out, const float* w, const int8_t* V, const float* Vd,
+                                        size_t v_stride, size_t d_stride, int n_rows, int head_dim) {
+  axpy(out, V, v_stride, n_rows, head_dim, [w, Vd, d_stride](int j) { return w[j] * Vd[(size_t)j * d_stride]; });
+}
 
 extern "C" void ml_k_dot_q8_avx512vnni(float* s, const int8_t* q, float qd, const int8_t* K, const float* Kd,
                                        size_t k_stride, size_t d_stride, int n_rows, int head_dim) {

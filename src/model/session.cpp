@@ -17,7 +17,8 @@ ml_status carve(ml_session* s, const ml_config& c, ml_error* err) {
   void* scratch = nullptr;
   ML_TRY(ml_arena_take(a, ml_sampler_scratch_bytes(c.vocab_size), 1, &scratch, err));
   s->sampler_scratch = scratch;
-  // KV cache: [layer][ctx][kv_dim] elements of 4 (F32), 2 (F16) or 1 byte (Q8, plus scales).
+  // KV cache: [layer][n_kv_heads][ctx][head_dim] elements (ops/attention.h) of 4 (F32), 2 (F16) or
+  // 1 byte (Q8, plus scales).
   const size_t elem = s->p.kv == ML_KV_F32 ? 4 : s->p.kv == ML_KV_F16 ? 2 : 1;
   size_t rows;
   if (!ml_mul(ctx, (size_t)c.kv_dim, &rows))

@@ -11,32 +11,32 @@
 namespace k = ml::k::active;
 
 void ml_op_kv_store(const ml_kv_layer* L, const ml_attn_shape* s, int pos, const float* kx, const float* vx) {
-  const size_t kv_dim = (size_t)s->n_kv_heads * s->head_dim;
-  const size_t row = (size_t)pos * kv_dim;
-  switch (L->type) {
-    case ML_KV_F32:
-      std::memcpy(static_cast<float*>(L->k) + row, kx, kv_dim * sizeof(float));
-      std::memcpy(static_cast<float*>(L->v) + row, vx, kv_dim * sizeof(float));
-      break;
-    case ML_KV_F16: {
-      uint16_t* kd = static_cast<uint16_t*>(L->k) + row;
-      uint16_t* vd = static_cast<uint16_t*>(L->v) + row;
-      for (size_t i = 0; i < kv_dim; ++i) {
-        kd[i] = ml_float_to_half(kx[i]);
-        vd[i] = ml_float_to_half(vx[i]);
+  const int hd = s->head_dim;
+  for (int h = 0; h < s->n_kv_heads; ++h) {
+    const size_t row = ml_kv_row(L, h, pos, hd);
+    const float* kh = kx + (size_t)h * hd;
+    const float* vh = vx + (size_t)h * hd;
+    switch (L->type) {
+      case ML_KV_F32:
+        std::memcpy(static_cast<float*>(L->k) + row, kh, (size_t)hd * sizeof(float));
+        std::memcpy(static_cast<float*>(L->v) + row, vh, (size_t)hd * sizeof(float));
+        break;
+      case ML_KV_F16: {
+        uint16_t* kd = static_cast<uint16_t*>(L->k) + row;
+        uint16_t* vd = static_cast<uint16_t*>(L->v) + row;
+        for (int i = 0; i < hd; ++i) {
+          kd[i] = ml_float_to_half(kh[i]);
+          vd[i] = ml_float_to_half(vh[i]);
+        }
+        break;
       }
-      break;
+      case ML_KV_Q8: {
+        const size_t si = (size_t)h * L->ctx + (size_t)pos;
+        ml_quantize_row_q8_ref(static_cast<int8_t*>(L->k) + row, L->k_scale + si, kh, hd);
+        ml_quantize_row_q8_ref(static_cast<int8_t*>(L->v) + row, L->v_scale + si, vh, hd);
+        break;
+      }
     }
-    case ML_KV_Q8:
-      for (int h = 0; h < s->n_kv_heads; ++h) {
-        const size_t off = row + (size_t)h * s->head_dim;
-        const size_t si = (size_t)pos * s->n_kv_heads + h;
-        ml_quantize_row_q8_ref(static_cast<int8_t*>(L->k) + off, L->k_scale + si, kx + (size_t)h * s->head_dim,
-                               s->head_dim);
-        ml_quantize_row_q8_ref(static_cast<int8_t*>(L->v) + off, L->v_scale + si, vx + (size_t)h * s->head_dim,
-                               s->head_dim);
-      }
-      break;
   }
 }
 
@@ -64,10 +64,9 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
   const int first = ml_attn_first(t.pos[tok], s.window);
   const int n_pos = t.pos[tok] + 1 - first;
   const int stride = t.scratch->ctx;
-  const size_t kv_dim = (size_t)s.n_kv_heads * hd;
   const float* q = t.q + (size_t)tok * t.ldq + (size_t)kvh * group * hd;
   float* out = t.out + (size_t)tok * t.ldo + (size_t)kvh * group * hd;
-  const size_t kv0 = (size_t)kvh * hd;
+  const size_t kv0 = ml_kv_row(L, kvh, 0, hd), sc0 = (size_t)kvh * L->ctx;  // the head's first row, scale
   if (L->type == ML_KV_Q8)
     for (int g = 0; g < group; ++g) ml_quantize_row_q8_ref(qq + (size_t)g * hd, qd + g, q + (size_t)g * hd, hd);
 
@@ -78,14 +77,14 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
       float* sc = scores + (size_t)g * stride + b0;
       switch (L->type) {
         case ML_KV_F32:
-          k::dot_f32(sc, q + (size_t)g * hd, static_cast<const float*>(L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::dot_f32(sc, q + (size_t)g * hd, static_cast<const float*>(L->k) + kv0 + j0 * hd, hd, len, hd);
           break;
         case ML_KV_F16:
-          k::dot_f16(sc, q + (size_t)g * hd, static_cast<const uint16_t*>(L->k) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::dot_f16(sc, q + (size_t)g * hd, static_cast<const uint16_t*>(L->k) + kv0 + j0 * hd, hd, len, hd);
           break;
         case ML_KV_Q8:
-          k::dot_q8(sc, qq + (size_t)g * hd, qd[g], static_cast<const int8_t*>(L->k) + j0 * kv_dim + kv0,
-                    L->k_scale + j0 * s.n_kv_heads + kvh, kv_dim, s.n_kv_heads, len, hd);
+          k::dot_q8(sc, qq + (size_t)g * hd, qd[g], static_cast<const int8_t*>(L->k) + kv0 + j0 * hd,
+                    L->k_scale + sc0 + j0, hd, 1, len, hd);
           break;
       }
     }
@@ -104,14 +103,13 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
       float* o = out + (size_t)g * hd;
       switch (L->type) {
         case ML_KV_F32:
-          k::axpy_f32(o, w, static_cast<const float*>(L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::axpy_f32(o, w, static_cast<const float*>(L->v) + kv0 + j0 * hd, hd, len, hd);
           break;
         case ML_KV_F16:
-          k::axpy_f16(o, w, static_cast<const uint16_t*>(L->v) + j0 * kv_dim + kv0, kv_dim, len, hd);
+          k::axpy_f16(o, w, static_cast<const uint16_t*>(L->v) + kv0 + j0 * hd, hd, len, hd);
           break;
         case ML_KV_Q8:
-          k::axpy_q8(o, w, static_cast<const int8_t*>(L->v) + j0 * kv_dim + kv0, L->v_scale + j0 * s.n_kv_heads + kvh,
-                     kv_dim, s.n_kv_heads, len, hd);
+          k::axpy_q8(o, w, static_cast<const int8_t*>(L->v) + kv0 + j0 * hd, L->v_scale + sc0 + j0, hd, 1, len, hd);
           break;
       }
     }

@@ -17,8 +17,11 @@
 
 inline constexpr int ML_ATTN_BLOCK = 64;  // cached positions per kernel call
 
-// One layer's cache of one sequence: rows [ctx][kv_dim] of `type`. Q8: int8 rows plus one float
-// scale per (position, KV head), scales [ctx][n_kv_heads]; F16: uint16 halves; F32: floats.
+// One layer's cache of one sequence, head-major: rows [n_kv_heads][ctx][head_dim] of `type`, so the
+// positions of one KV head are one contiguous stream (decode reads a group's K, then V, front to
+// back; with [ctx][kv_dim] every row of a head sat in its own 4 KB page, where the hardware
+// prefetchers stop). Q8: int8 rows plus one float scale per (KV head, position), scales
+// [n_kv_heads][ctx]; F16: uint16 halves; F32: floats.
 struct ml_kv_layer {
   void* k = nullptr;
   void* v = nullptr;
@@ -27,6 +30,12 @@ struct ml_kv_layer {
   ml_kv_type type = ML_KV_F32;
   int ctx = 0;               // positions it holds
 };
+
+// The first element of (KV head h, position pos) in a cache's K or V; pos + h * ctx indexes the
+// Q8 scales.
+inline size_t ml_kv_row(const ml_kv_layer* L, int h, int pos, int head_dim) {
+  return ((size_t)h * L->ctx + (size_t)pos) * (size_t)head_dim;
+}
 
 // A layer's attention: head counts and size, the score scale (1/sqrt(head_dim) for Llama; a
 // per-layer value so that architectures with another query scaling set it at load) and the

@@ -89,8 +89,8 @@ struct TestCache {
   std::vector<float> kf, vf;     // F32
   std::vector<uint16_t> kh, vh;  // F16
   std::vector<int8_t> kq, vq;    // Q8 quants
-  std::vector<float> ks, vs;     // Q8 scales [ctx][n_kv]
-  std::vector<double> kd, vd;    // emulated dequantized K, V [ctx][kv_dim]
+  std::vector<float> ks, vs;     // Q8 scales [n_kv][ctx]
+  std::vector<double> kd, vd;    // emulated dequantized K, V [ctx][kv_dim] (the logical order)
   ml_kv_layer L;
 
   TestCache(ml_kv_type t, int ctx_, const ml_attn_shape& s)
@@ -127,48 +127,55 @@ struct TestCache {
     for (int p = 0; p < ctx; ++p) poison(p);
   }
 
+  // Where KV head h of position p is stored, written out independently of ml_kv_row: head-major,
+  // [n_kv][ctx][hd]; its Q8 scale at h * ctx + p.
+  size_t at(int p, int h) const { return ((size_t)h * ctx + p) * hd; }
+  size_t scale_at(int p, int h) const { return (size_t)h * ctx + p; }
+
   // Makes position p unreadable: NaN values (Q8: NaN scales).
   void poison(int p) {
-    const size_t r = (size_t)p * kv_dim;
-    for (int i = 0; i < kv_dim; ++i) {
-      if (type == ML_KV_F32) kf[r + i] = vf[r + i] = poison_f32();
-      if (type == ML_KV_F16) kh[r + i] = vh[r + i] = kPoisonHalf;
-      if (type == ML_KV_Q8) kq[r + i] = vq[r + i] = 0x55;
+    for (int h = 0; h < n_kv; ++h) {
+      const size_t r = at(p, h);
+      for (int i = 0; i < hd; ++i) {
+        if (type == ML_KV_F32) kf[r + i] = vf[r + i] = poison_f32();
+        if (type == ML_KV_F16) kh[r + i] = vh[r + i] = kPoisonHalf;
+        if (type == ML_KV_Q8) kq[r + i] = vq[r + i] = 0x55;
+      }
+      if (type == ML_KV_Q8) ks[scale_at(p, h)] = vs[scale_at(p, h)] = poison_f32();
     }
-    if (type == ML_KV_Q8)
-      for (int h = 0; h < n_kv; ++h) ks[(size_t)p * n_kv + h] = vs[(size_t)p * n_kv + h] = poison_f32();
   }
 
   // Stores k, v at p through ml_op_kv_store, records the emulated contents and returns whether
   // the stored row equals the emulation bit for bit.
   bool store(const ml_attn_shape& s, int p, const float* k, const float* v) {
     ml_op_kv_store(&L, &s, p, k, v);
-    const size_t r = (size_t)p * kv_dim;
+    const size_t r = (size_t)p * kv_dim;  // the logical row (kd, vd, k, v)
     bool same = true;
-    switch (type) {
-      case ML_KV_F32:
-        same = std::memcmp(&kf[r], k, kv_dim * 4) == 0 && std::memcmp(&vf[r], v, kv_dim * 4) == 0;
-        for (int i = 0; i < kv_dim; ++i) kd[r + i] = k[i], vd[r + i] = v[i];
-        break;
-      case ML_KV_F16:
-        for (int i = 0; i < kv_dim; ++i) {
-          const uint16_t hk = ml_float_to_half(k[i]), hv = ml_float_to_half(v[i]);
-          same = same && kh[r + i] == hk && vh[r + i] == hv;
-          kd[r + i] = ml_half_to_float(hk), vd[r + i] = ml_half_to_float(hv);
-        }
-        break;
-      case ML_KV_Q8: {
-        std::vector<int8_t> qk(hd), qv(hd);
-        for (int h = 0; h < n_kv; ++h) {
+    std::vector<int8_t> qk(hd), qv(hd);
+    for (int h = 0; h < n_kv; ++h) {
+      const size_t o = at(p, h), lo = r + (size_t)h * hd, kvo = (size_t)h * hd;
+      switch (type) {
+        case ML_KV_F32:
+          same = same && std::memcmp(&kf[o], k + kvo, hd * 4) == 0 && std::memcmp(&vf[o], v + kvo, hd * 4) == 0;
+          for (int i = 0; i < hd; ++i) kd[lo + i] = k[kvo + i], vd[lo + i] = v[kvo + i];
+          break;
+        case ML_KV_F16:
+          for (int i = 0; i < hd; ++i) {
+            const uint16_t hk = ml_float_to_half(k[kvo + i]), hv = ml_float_to_half(v[kvo + i]);
+            same = same && kh[o + i] == hk && vh[o + i] == hv;
+            kd[lo + i] = ml_half_to_float(hk), vd[lo + i] = ml_half_to_float(hv);
+          }
+          break;
+        case ML_KV_Q8: {
           float dk, dv;
-          emu_row_q8(qk.data(), &dk, k + (size_t)h * hd, hd);
-          emu_row_q8(qv.data(), &dv, v + (size_t)h * hd, hd);
-          const size_t o = r + (size_t)h * hd, si = (size_t)p * n_kv + h;
+          emu_row_q8(qk.data(), &dk, k + kvo, hd);
+          emu_row_q8(qv.data(), &dv, v + kvo, hd);
+          const size_t si = scale_at(p, h);
           same = same && std::memcmp(&kq[o], qk.data(), hd) == 0 && std::memcmp(&vq[o], qv.data(), hd) == 0 &&
                  std::memcmp(&ks[si], &dk, 4) == 0 && std::memcmp(&vs[si], &dv, 4) == 0;
-          for (int i = 0; i < hd; ++i) kd[o + i] = (double)qk[i] * dk, vd[o + i] = (double)qv[i] * dv;
+          for (int i = 0; i < hd; ++i) kd[lo + i] = (double)qk[i] * dk, vd[lo + i] = (double)qv[i] * dv;
+          break;
         }
-        break;
       }
     }
     return same;
