@@ -81,9 +81,10 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  const ml_matmul_out qkv[] = {
-      {e->q, c.q_dim, &L.wq}, {e->k, c.kv_dim, &L.wk}, {e->v, c.kv_dim, &L.wv}, {e->gate, c.q_dim, &L.wg}};
-  ml_op_matmul_n(e->pool, qkv, c.attn_gate ? 4 : 3, &xq);
+  ml_op_matmul(e->pool, e->q, c.q_dim, &L.wq, &xq);
+  ml_op_matmul(e->pool, e->k, c.kv_dim, &L.wk, &xq);
+  ml_op_matmul(e->pool, e->v, c.kv_dim, &L.wv, &xq);
+  if (c.attn_gate) ml_op_matmul(e->pool, e->gate, c.q_dim, &L.wg, &xq);
   tm.mark(ML_STAGE_QKV);
 
   for (int t = 0; t < n; ++t) {
@@ -129,9 +130,10 @@ void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_lay
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  const ml_matmul_out proj[] = {
-      {e->lin_qkv, ch, &L.wqkv}, {e->lin_z, lin_v, &L.wz}, {e->lin_b, nv, &L.wbeta}, {e->lin_a, nv, &L.walpha}};
-  ml_op_matmul_n(e->pool, proj, 4, &xq);
+  ml_op_matmul(e->pool, e->lin_qkv, ch, &L.wqkv, &xq);
+  ml_op_matmul(e->pool, e->lin_z, lin_v, &L.wz, &xq);
+  ml_op_matmul(e->pool, e->lin_b, nv, &L.wbeta, &xq);
+  ml_op_matmul(e->pool, e->lin_a, nv, &L.walpha, &xq);
   tm.mark(ML_STAGE_QKV);
   for (int t = 0; t < n; ++t) e->lin_states[t] = &b->sessions[t]->delta[l];
   ml_delta_batch db;
@@ -162,8 +164,8 @@ void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_ti
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.ffn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  const ml_matmul_out up[] = {{e->hb, c.hidden_dim, &L.w1}, {e->hb2, c.hidden_dim, &L.w3}};
-  ml_op_matmul_n(e->pool, up, 2, &xq);
+  ml_op_matmul(e->pool, e->hb, c.hidden_dim, &L.w1, &xq);
+  ml_op_matmul(e->pool, e->hb2, c.hidden_dim, &L.w3, &xq);
   tm.mark(ML_STAGE_FFN);
   for (int t = 0; t < n; ++t) {
     float* g = e->hb + (size_t)t * c.hidden_dim;

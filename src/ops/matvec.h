@@ -13,20 +13,6 @@ void ml_op_matvec(ml_pool* pool, float* y, const ml_qtensor* W, const ml_qact* x
 // a token's result never depends on the other tokens of its batch.
 void ml_op_matmul(ml_pool* pool, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X);
 
-// One product of ml_op_matmul_n: Y (row stride ldy) = W X.
-struct ml_matmul_out {
-  float* y;
-  int ldy;
-  const ml_qtensor* W;
-};
-
-// The products of several matrices with the same activations X (the cols of every W equal X->n),
-// in one wake of the pool: their row groups are numbered one after another and dealt out as one
-// range. Decode of a small model is short enough per matrix that each wake and wait of the workers
-// shows; q, k, v (and Qwen3.5's four projections, the FFN's w1 and w3) go together. Every output
-// is bit-identical to its own ml_op_matmul: each row is computed by one thread with the same kernel.
-void ml_op_matmul_n(ml_pool* pool, const ml_matmul_out* outs, int n_outs, const ml_qbatch* X);
-
 // Quantizes n activations into q/d (Q8_0) and returns the view a matvec reads.
 ml_qact ml_op_quantize(int8_t* q, float* d, const float* x, int n);
 
