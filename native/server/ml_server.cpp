@@ -6,6 +6,9 @@
 #ifndef _WIN32
 #include <pthread.h>
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <signal.h>
 
 #include <algorithm>
@@ -139,6 +142,14 @@ const char* signal_name(int sig) {
 }  // namespace
 
 int ml_main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // glibc raises its mmap threshold whenever a large block is freed, so later blocks of that size
+  // come from the threads' heaps and stay resident there: under load the RSS crept up in steps of
+  // about 0.6 MB (e2e.server.http_load measured 2112 KiB over 60 s once, 8 MB above this setting in
+  // all). Setting the threshold turns that adjustment off: blocks of 128 KiB and more go back to
+  // the system when freed.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
   options o;
   CLI::App app{"ml_server: an OpenAI-compatible HTTP server over a krafla model", PROG};
   app.add_option("model", o.model, "model: .mlb, GGUF file or Hugging Face folder")->required();
