@@ -205,6 +205,8 @@ static inline __m256i fold512(__m512i v) { return _mm256_add_epi32(lo256(v), hi2
 
 // Byte mask of the first m (0..64) bytes.
 static inline __mmask64 mask64(int m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1); }
+// Lane mask of the first m (0..16) 32-bit lanes.
+static inline __mmask16 mask16(int m) { return m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1); }
 
 // Two blocks in the "Q4 order" of 128-bit lanes {blk0 values 0-15 | blk1 0-15 | blk0 16-31 |
 // blk1 16-31}: Q4 weights unpack to it cheaply (below), and the activation pair is permuted to

@@ -41,10 +41,6 @@ inline __m512 ld16(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm2
 inline __m512 ld16(const int8_t* p, __mmask16 m) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
-inline __mmask16 mask16(int m) { return m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1); }
-
-// numerics.h's sum of 16 partials: P[l] + P[l + 8] (the halves), then hsum's tree.
-inline float sum16(__m512 p) { return hsum(_mm256_add_ps(lo256(p), hi256(p))); }
 
 template <class T>
 inline void dot(float* s, const float* q, const T* K, size_t ks, int n_rows, int hd) {
@@ -57,7 +53,7 @@ inline void dot(float* s, const float* q, const T* K, size_t ks, int n_rows, int
       const __mmask16 m = mask16(hd - i);
       acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, q + i), ld16(k + i, m)));
     }
-    s[j] = sum16(acc);
+    s[j] = sum16(lo256(acc), hi256(acc));  // numerics.h's tree: the halves added, then hsum's steps
   }
 }
 

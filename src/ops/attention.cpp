@@ -31,7 +31,7 @@ void ml_op_kv_store(const ml_kv_layer* L, const ml_attn_shape* s, int pos, const
         break;
       }
       case ML_KV_Q8: {
-        const size_t si = (size_t)h * L->ctx + (size_t)pos;
+        const size_t si = ml_kv_index(L, h, pos);
         ml_quantize_row_q8_ref(static_cast<int8_t*>(L->k) + row, L->k_scale + si, kh, hd);
         ml_quantize_row_q8_ref(static_cast<int8_t*>(L->v) + row, L->v_scale + si, vh, hd);
         break;
@@ -66,7 +66,7 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
   const int stride = t.scratch->ctx;
   const float* q = t.q + (size_t)tok * t.ldq + (size_t)kvh * group * hd;
   float* out = t.out + (size_t)tok * t.ldo + (size_t)kvh * group * hd;
-  const size_t kv0 = ml_kv_row(L, kvh, 0, hd), sc0 = (size_t)kvh * L->ctx;  // the head's first row, scale
+  const size_t kv0 = ml_kv_row(L, kvh, 0, hd), sc0 = ml_kv_index(L, kvh, 0);  // the head's first row, scale
   if (L->type == ML_KV_Q8)
     for (int g = 0; g < group; ++g) ml_quantize_row_q8_ref(qq + (size_t)g * hd, qd + g, q + (size_t)g * hd, hd);
 

@@ -31,10 +31,11 @@ struct ml_kv_layer {
   int ctx = 0;               // positions it holds
 };
 
-// The first element of (KV head h, position pos) in a cache's K or V; pos + h * ctx indexes the
-// Q8 scales.
+// The index of (KV head h, position pos) among a cache's rows: its Q8 scale's index, and times
+// head_dim its first element in K or V.
+inline size_t ml_kv_index(const ml_kv_layer* L, int h, int pos) { return (size_t)h * L->ctx + (size_t)pos; }
 inline size_t ml_kv_row(const ml_kv_layer* L, int h, int pos, int head_dim) {
-  return ((size_t)h * L->ctx + (size_t)pos) * (size_t)head_dim;
+  return ml_kv_index(L, h, pos) * (size_t)head_dim;
 }
 
 // A layer's attention: head counts and size, the score scale (1/sqrt(head_dim) for Llama; a
