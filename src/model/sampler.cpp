@@ -74,16 +74,22 @@ double ml_exp_portable(double x) {
 }
 
 int32_t ml_argmax(const float* x, int32_t n) {
+  // Greedy decoding runs this over the whole vocabulary every token (151936 logits for Qwen), so
+  // it takes two passes without a loop-carried dependence: the maximum in kLanes independent
+  // running maxima (vector registers), then the first index holding it. A NaN compares false and
+  // is never the maximum; ties (and -0 against +0, which compare equal) keep the first index.
+  constexpr int32_t kLanes = 16;
+  float lane[kLanes];
+  for (float& v : lane) v = -INFINITY;
   int32_t i = 0;
-  while (i < n && std::isnan(x[i])) ++i;
-  if (i == n) return 0;
-  int32_t best = i;
-  float m = x[i];
-  // One compare per logit (greedy decoding runs this over the whole vocabulary every token): a
-  // NaN compares false and is skipped, ties keep the first index.
-  for (++i; i < n; ++i)
-    if (x[i] > m) m = x[best = i];
-  return best;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int32_t j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float m = -INFINITY;
+  for (const float v : lane) m = v > m ? v : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (i = 0; i < n; ++i)
+    if (x[i] == m) return i;
+  return 0;  // every logit is NaN
 }
 
 size_t ml_sampler_scratch_bytes(int32_t vocab) {

@@ -173,6 +173,37 @@ TEST_CASE("sampler: greedy takes the argmax, ties to the lowest id", "[sampler]"
   CHECK(ml_sampler_init(&s, 6, &top1, nullptr, &err) == ML_OK);  // top_k 1 is greedy
 }
 
+// The one-pass definition ml_argmax must agree with: the first non-NaN logit, replaced by each
+// later one that compares greater.
+static int32_t argmax_reference(const std::vector<float>& x) {
+  size_t i = 0;
+  while (i < x.size() && std::isnan(x[i])) ++i;
+  if (i == x.size()) return 0;
+  size_t best = i;
+  for (++i; i < x.size(); ++i)
+    if (x[i] > x[best]) best = i;
+  return (int32_t)best;
+}
+
+TEST_CASE("sampler: argmax over long vectors with NaN, ties, infinities and signed zeros", "[sampler]") {
+  std::mt19937 rng(7);
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 5.0f};
+  for (int32_t n : {0, 1, 15, 16, 17, 31, 33, 100, 1000, 151936}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> x(n);
+      std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+      const int kind = trial % 4;  // 0 random, 1 few values (ties), 2 with specials, 3 all one special
+      for (auto& v : x) v = kind == 1 ? (float)(rng() % 3) : u(rng);
+      if (kind == 2 && n > 0)
+        for (int k = 0; k < 1 + n / 10; ++k) x[rng() % n] = specials[rng() % 6];
+      if (kind == 3)
+        for (auto& v : x) v = specials[trial / 4 % 6];
+      INFO("n = " << n << ", trial " << trial);
+      CHECK(ml_argmax(x.data(), n) == argmax_reference(x));
+    }
+  }
+}
+
 TEST_CASE("sampler: top-k 1 and a tiny top-p are greedy", "[sampler]") {
   for (uint32_t trial = 0; trial < 20; trial++) {
     const std::vector<float> l = random_logits(1000, trial, 3.0f);
