@@ -28,7 +28,10 @@ ml_status ml_arena_alloc(ml_arena* a, ml_error* err) {
   size_t cap;
   if (!ml_align_up(a->used == 0 ? ML_ALIGN : a->used, ML_ALIGN, &cap))
     return ml_fail(err, ML_E_NOMEM, "arena: %zu bytes overflow", a->used);
-  void* p = ml_aligned_alloc(ML_ALIGN, cap);
+  // A session's KV cache and recurrent state are streamed every token like the weights: huge
+  // pages where the system allows them (core/aligned.h), so the hardware prefetchers are not
+  // stopped at every 4 KiB boundary.
+  void* p = cap >= ML_HUGE_PAGE ? ml_aligned_alloc_huge(cap) : ml_aligned_alloc(ML_ALIGN, cap);
   if (!p) return ml_fail(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes", cap);
   std::memset(p, 0, cap);
   a->base = static_cast<uint8_t*>(p);
