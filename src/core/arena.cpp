@@ -30,8 +30,9 @@ ml_status ml_arena_alloc(ml_arena* a, ml_error* err) {
     return ml_fail(err, ML_E_NOMEM, "arena: %zu bytes overflow", a->used);
   // A session's KV cache and recurrent state are streamed every token like the weights: huge
   // pages where the system allows them (core/aligned.h), so the hardware prefetchers are not
-  // stopped at every 4 KiB boundary.
-  void* p = cap >= ML_HUGE_PAGE ? ml_aligned_alloc_huge(cap) : ml_aligned_alloc(ML_ALIGN, cap);
+  // stopped at every 4 KiB boundary; below 2 MiB it is an ordinary 64-byte-aligned block.
+  static_assert(ML_ALIGN <= 64, "ml_aligned_alloc_huge aligns small blocks to 64 bytes");
+  void* p = ml_aligned_alloc_huge(cap);
   if (!p) return ml_fail(err, ML_E_NOMEM, "arena: cannot allocate %zu bytes", cap);
   std::memset(p, 0, cap);
   a->base = static_cast<uint8_t*>(p);
