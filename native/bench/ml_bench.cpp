@@ -58,6 +58,7 @@ struct model_opts {
   std::string path;
   int threads = 1, prefill = 64, decode = 128, batch = 0, runs = 5, sessions = 1;
   bool no_pack = false, pack_cache = false;
+  std::string kv = "f32";
 };
 
 // The prompt of session s: BOS, then fixed ids that differ between sessions.
@@ -137,6 +138,7 @@ int bench_model(const model_opts& o) {
   if (ml_exec_create(&h.exec, h.model, &ep, &err) != ML_OK) return ml::cli::report(PROG, err);
   ml_session_params sp{};
   sp.ctx = o.prefill + o.decode;  // caches just large enough (the time does not depend on it)
+  sp.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
   for (int s = 0; s < o.sessions; ++s) {
     h.sessions.push_back(nullptr);
     if (ml_session_create(&h.sessions.back(), h.model, &sp, &err) != ML_OK) return ml::cli::report(PROG, err);
@@ -161,9 +163,9 @@ int bench_model(const model_opts& o) {
   };
   row(1, one);
   if (o.sessions > 1) row(o.sessions, all);
-  std::printf("\n(best of %d runs; RSS after load %.0f MiB, with %d session%s %.0f MiB (%.1f MiB each by their "
+  std::printf("\n(best of %d runs; KV cache %s; RSS after load %.0f MiB, with %d session%s %.0f MiB (%.1f MiB each by their "
               "arenas), peak RSS at exit %.0f MiB)\n",
-              o.runs, load_now, o.sessions, o.sessions > 1 ? "s" : "", sessions_rss,
+              o.runs, o.kv.c_str(), load_now, o.sessions, o.sessions > 1 ? "s" : "", sessions_rss,
               ml_session_bytes(h.sessions[0]) / 1048576.0, rss_mib());
   if (o.sessions > 1)
     std::printf("%d sessions together: decode %.2fx, prefill %.2fx one session's tok/s\n", o.sessions,
@@ -189,6 +191,8 @@ int ml_main(int argc, char** argv) {
   app.add_option("-n,--decode", mo.decode, "--model: tokens to decode (default 128)");
   app.add_option("--batch", mo.batch, "--model: tokens per forward step, 1..128 (default 128)");
   app.add_option("--sessions", mo.sessions, "--model: also time N sessions stepped together in one batch (default 1)");
+  app.add_option("--kv", mo.kv, "--model: KV cache type: f32 (default), q8 or f16")
+      ->check(CLI::IsMember({"f32", "q8", "f16"}));
   app.add_flag("--no-pack", mo.no_pack, "--model: keep the row-major weights");
   app.add_flag("--pack-cache", mo.pack_cache, "--model: map (or write) the pack cache MODEL.pk<G>");
   app.add_option("--runs,--reps", reps, "repetitions; the best is reported (default 5)");

@@ -81,10 +81,9 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  ml_op_matmul(e->pool, e->q, c.q_dim, &L.wq, &xq);
-  ml_op_matmul(e->pool, e->k, c.kv_dim, &L.wk, &xq);
-  ml_op_matmul(e->pool, e->v, c.kv_dim, &L.wv, &xq);
-  if (c.attn_gate) ml_op_matmul(e->pool, e->gate, c.q_dim, &L.wg, &xq);
+  const ml_matmul_job qkv[4] = {
+      {e->q, c.q_dim, &L.wq}, {e->k, c.kv_dim, &L.wk}, {e->v, c.kv_dim, &L.wv}, {e->gate, c.q_dim, &L.wg}};
+  ml_op_matmul_group(e->pool, qkv, c.attn_gate ? 4 : 3, &xq);
   tm.mark(ML_STAGE_QKV);
 
   for (int t = 0; t < n; ++t) {
@@ -130,10 +129,9 @@ void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_lay
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  ml_op_matmul(e->pool, e->lin_qkv, ch, &L.wqkv, &xq);
-  ml_op_matmul(e->pool, e->lin_z, lin_v, &L.wz, &xq);
-  ml_op_matmul(e->pool, e->lin_b, nv, &L.wbeta, &xq);
-  ml_op_matmul(e->pool, e->lin_a, nv, &L.walpha, &xq);
+  const ml_matmul_job proj[4] = {
+      {e->lin_qkv, ch, &L.wqkv}, {e->lin_z, lin_v, &L.wz}, {e->lin_b, nv, &L.wbeta}, {e->lin_a, nv, &L.walpha}};
+  ml_op_matmul_group(e->pool, proj, 4, &xq);
   tm.mark(ML_STAGE_QKV);
   for (int t = 0; t < n; ++t) e->lin_states[t] = &b->sessions[t]->delta[l];
   ml_delta_batch db;
@@ -164,17 +162,8 @@ void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_ti
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.ffn_norm, c.dim, c.norm_eps);
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
-  ml_op_matmul(e->pool, e->hb, c.hidden_dim, &L.w1, &xq);
-  ml_op_matmul(e->pool, e->hb2, c.hidden_dim, &L.w3, &xq);
+  ml_op_gated_up(e->pool, e->hb, e->hb2, c.hidden_dim, &L.w1, &L.w3, &xq, c.gelu);
   tm.mark(ML_STAGE_FFN);
-  for (int t = 0; t < n; ++t) {
-    float* g = e->hb + (size_t)t * c.hidden_dim;
-    const float* u = e->hb2 + (size_t)t * c.hidden_dim;
-    if (c.gelu)
-      k::gelu_mul(g, u, c.hidden_dim);
-    else
-      k::silu_mul(g, u, c.hidden_dim);
-  }
   const ml_qbatch hq = quantize_rows(e, e->hb, c.hidden_dim, c.hidden_dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.w2, &hq);

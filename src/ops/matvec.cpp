@@ -1,5 +1,7 @@
 #include "ops/matvec.h"
 
+#include <atomic>
+
 #include "kernels/bind.h"
 #include "ops/parallel.h"
 
@@ -7,19 +9,10 @@ namespace k = ml::k::active;
 
 namespace {
 
-struct matmul_task {
-  float* y;
-  int ldy;
-  const ml_qtensor* W;
-  const ml_qbatch* X;
-  int rows_per_chunk;  // a multiple of the pack group
-};
-
-// Rows [r0, r1) of Y for every token.
-void run_rows(const matmul_task& t, int r0, int r1) {
+// Rows [r0, r1) of Y = W X for every token.
+void run_rows(const ml_matmul_job& j, const ml_qbatch* X, int r0, int r1) {
   if (r0 >= r1) return;
-  const ml_qtensor* W = t.W;
-  const ml_qbatch* X = t.X;
+  const ml_qtensor* W = j.W;
 #ifdef ML_K_PACKED
   if (W->pq) {
     if (X->n_tokens == 1) {
@@ -27,11 +20,11 @@ void run_rows(const matmul_task& t, int r0, int r1) {
       x.q = X->q;
       x.d = X->d;
       x.n = X->n;
-      if (t.W->type == ML_DT_Q4) k::matvec_q4_pk(t.y, W, &x, r0, r1);
-      else k::matvec_q8_pk(t.y, W, &x, r0, r1);
+      if (W->type == ML_DT_Q4) k::matvec_q4_pk(j.y, W, &x, r0, r1);
+      else k::matvec_q8_pk(j.y, W, &x, r0, r1);
     } else {
-      if (t.W->type == ML_DT_Q4) k::matmul_q4_pk(t.y, t.ldy, W, X, r0, r1);
-      else k::matmul_q8_pk(t.y, t.ldy, W, X, r0, r1);
+      if (W->type == ML_DT_Q4) k::matmul_q4_pk(j.y, j.ldy, W, X, r0, r1);
+      else k::matmul_q8_pk(j.y, j.ldy, W, X, r0, r1);
     }
     return;
   }
@@ -41,34 +34,138 @@ void run_rows(const matmul_task& t, int r0, int r1) {
     x.q = X->q + (size_t)tok * X->n;
     x.d = X->d + (size_t)tok * (X->n / ML_QK);
     x.n = X->n;
-    float* y = t.y + (size_t)tok * t.ldy;
-    if (t.W->type == ML_DT_Q4) k::matvec_q4(y, W, &x, r0, r1);
+    float* y = j.y + (size_t)tok * j.ldy;
+    if (W->type == ML_DT_Q4) k::matvec_q4(y, W, &x, r0, r1);
     else k::matvec_q8(y, W, &x, r0, r1);
   }
 }
 
-void matmul_worker(void* ctx, int thread, int n_threads) {
-  const matmul_task& t = *static_cast<const matmul_task*>(ctx);
-  (void)n_threads;
-  const int r0 = thread * t.rows_per_chunk;
-  const int r1 = r0 + t.rows_per_chunk < t.W->rows ? r0 + t.rows_per_chunk : t.W->rows;
-  run_rows(t, r0, r1);
+// g[r] = act(g[r]) * u[r] for rows [r0, r1) of every token (the kernels are element-wise and
+// bit-exact across lengths, so a split by rows gives the same values as one call per token).
+void run_gate(const ml_gate_job& gj, int n_tokens, int r0, int r1) {
+  if (r0 >= r1) return;
+  for (int t = 0; t < n_tokens; ++t) {
+    float* g = gj.g + (size_t)t * gj.ld + r0;
+    const float* u = gj.u + (size_t)t * gj.ld + r0;
+    if (gj.gelu) k::gelu_mul(g, u, r1 - r0);
+    else k::silu_mul(g, u, r1 - r0);
+  }
+}
+
+// One or two matrices with the same rows, computed chunk by chunk, and an optional gate over
+// each chunk once both are done.
+struct unit {
+  const ml_matmul_job* first;
+  const ml_matmul_job* second;  // or null
+  const ml_gate_job* gate;      // or null (needs second)
+  int rows;
+};
+
+constexpr int kMaxUnits = 4;
+constexpr int kMaxStealThreads = 64;  // more threads: each keeps to its own rows
+constexpr int kChunksPerThread = 4;
+
+// A region's next chunk, alone on its cache line: its owner takes chunks from it one by one,
+// and a thread that has finished its own regions takes the rest from the same counter.
+struct alignas(64) region_counter {
+  std::atomic<int> next{0};
+};
+
+struct group_task {
+  unit units[kMaxUnits];
+  int n_units;
+  const ml_qbatch* X;
+  region_counter* counters;  // n_units * n_threads, or null: no stealing
+};
+
+// Thread i of n owns the i-th of n equal runs of pack groups of each unit's rows, cut into
+// chunks of whole groups; which rows a chunk holds depends only on the shapes and the thread
+// count, and every row is computed by the same kernel whichever thread runs its chunk.
+struct split {
+  int region_rows, chunk_rows, chunks;
+};
+
+split split_rows(int rows, int n_threads) {
+  const int g = k::pack.g > 4 ? k::pack.g : 4;
+  const int groups = (rows + g - 1) / g;
+  const int region_groups = (groups + n_threads - 1) / n_threads;
+  const int chunk_groups = (region_groups + kChunksPerThread - 1) / kChunksPerThread;
+  return split{region_groups * g, chunk_groups * g, (region_groups + chunk_groups - 1) / chunk_groups};
+}
+
+void run_chunk(const unit& u, const ml_qbatch* X, const split& sp, int region, int chunk) {
+  const int r0 = region * sp.region_rows + chunk * sp.chunk_rows;
+  const int region_end = (region + 1) * sp.region_rows < u.rows ? (region + 1) * sp.region_rows : u.rows;
+  const int r1 = r0 + sp.chunk_rows < region_end ? r0 + sp.chunk_rows : region_end;
+  if (r0 >= r1) return;
+  run_rows(*u.first, X, r0, r1);
+  if (u.second) run_rows(*u.second, X, r0, r1);
+  if (u.gate) run_gate(*u.gate, X->n_tokens, r0, r1);
+}
+
+void group_worker(void* ctx, int thread, int n_threads) {
+  const group_task& t = *static_cast<const group_task*>(ctx);
+  for (int i = 0; i < t.n_units; ++i) {
+    const unit& u = t.units[i];
+    const split sp = split_rows(u.rows, n_threads);
+    if (!t.counters) {
+      for (int c = 0; c < sp.chunks; ++c) run_chunk(u, t.X, sp, thread, c);
+      continue;
+    }
+    // Our own region first, then what the others have not started yet.
+    for (int j = 0; j < n_threads; ++j) {
+      const int region = (thread + j) % n_threads;
+      std::atomic<int>& next = t.counters[i * n_threads + region].next;
+      for (int c = next.fetch_add(1, std::memory_order_relaxed); c < sp.chunks;
+           c = next.fetch_add(1, std::memory_order_relaxed))
+        run_chunk(u, t.X, sp, region, c);
+    }
+  }
+}
+
+void run_group(ml_pool* pool, group_task* t) {
+  double macs = 0;
+  for (int i = 0; i < t->n_units; ++i) {
+    const unit& u = t->units[i];
+    macs += (double)u.rows * u.first->W->cols * t->X->n_tokens;
+    if (u.second) macs += (double)u.rows * u.second->W->cols * t->X->n_tokens;
+  }
+  const int n_threads = ml_pool_size(pool);
+  if (n_threads == 1 || macs < ML_PARALLEL_MIN_MACS) {
+    t->counters = nullptr;
+    group_worker(t, 0, 1);
+    return;
+  }
+  region_counter counters[kMaxUnits * kMaxStealThreads];
+  t->counters = n_threads <= kMaxStealThreads ? counters : nullptr;
+  ml_pool_run(pool, group_worker, t);
 }
 
 }  // namespace
 
-void ml_op_matmul(ml_pool* pool, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X) {
-  const int n_threads = ml_pool_size(pool);
-  matmul_task t{Y, ldy, W, X, W->rows};
-  const double macs = (double)W->rows * W->cols * X->n_tokens;
-  if (n_threads == 1 || macs < ML_PARALLEL_MIN_MACS) {
-    run_rows(t, 0, W->rows);
-    return;
+void ml_op_matmul_group(ml_pool* pool, const ml_matmul_job* jobs, int n_jobs, const ml_qbatch* X) {
+  for (int i0 = 0; i0 < n_jobs; i0 += kMaxUnits) {
+    group_task t{};
+    t.X = X;
+    for (int i = i0; i < n_jobs && i < i0 + kMaxUnits; ++i) t.units[t.n_units++] = unit{&jobs[i], nullptr, nullptr, jobs[i].W->rows};
+    run_group(pool, &t);
   }
-  const int g = k::pack.g > 4 ? k::pack.g : 4;
-  const int groups = (W->rows + g - 1) / g;
-  t.rows_per_chunk = (groups + n_threads - 1) / n_threads * g;
-  ml_pool_run(pool, matmul_worker, &t);
+}
+
+void ml_op_matmul(ml_pool* pool, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X) {
+  const ml_matmul_job j{Y, ldy, W};
+  ml_op_matmul_group(pool, &j, 1, X);
+}
+
+void ml_op_gated_up(ml_pool* pool, float* G, float* U, int ld, const ml_qtensor* W_gate,
+                    const ml_qtensor* W_up, const ml_qbatch* X, bool gelu) {
+  const ml_matmul_job up{U, ld, W_up}, gate_proj{G, ld, W_gate};
+  const ml_gate_job gate{G, U, ld, gelu};
+  group_task t{};
+  t.X = X;
+  t.units[0] = unit{&up, &gate_proj, &gate, W_gate->rows < W_up->rows ? W_gate->rows : W_up->rows};
+  t.n_units = 1;
+  run_group(pool, &t);
 }
 
 void ml_op_matvec(ml_pool* pool, float* y, const ml_qtensor* W, const ml_qact* x) {

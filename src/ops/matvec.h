@@ -13,6 +13,33 @@ void ml_op_matvec(ml_pool* pool, float* y, const ml_qtensor* W, const ml_qact* x
 // a token's result never depends on the other tokens of its batch.
 void ml_op_matmul(ml_pool* pool, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X);
 
+// One matrix of a group that reads the same activations: Y[t * ldy + r] = (W x_t)[r].
+struct ml_matmul_job {
+  float* y;
+  int ldy;
+  const ml_qtensor* W;
+};
+
+// g[t * ld + r] = act(g[t * ld + r]) * u[t * ld + r]: SiLU, or GELU's tanh form.
+struct ml_gate_job {
+  float* g;
+  const float* u;
+  int ld;
+  bool gelu;
+};
+
+// Every job of the group in one pass of the pool (one wake-up and one wait instead of one per
+// matrix). Each thread owns an equal run of each matrix's rows, split into a few chunks; a thread
+// that finishes its own runs early takes the chunks the others have not started, so a slower
+// core does not hold the rest back. Each row is computed by the same kernel whichever thread
+// takes it, so the results equal one ml_op_matmul per job, and any thread count's, bit for bit.
+void ml_op_matmul_group(ml_pool* pool, const ml_matmul_job* jobs, int n_jobs, const ml_qbatch* X);
+
+// The gated up-projection of a SwiGLU/GeGLU FFN in one pass of the pool: U = W_up X, then
+// G = act(W_gate X) * U, chunk by chunk; G and U have row stride ld, W_gate->rows == W_up->rows.
+void ml_op_gated_up(ml_pool* pool, float* G, float* U, int ld, const ml_qtensor* W_gate,
+                    const ml_qtensor* W_up, const ml_qbatch* X, bool gelu);
+
 // Quantizes n activations into q/d (Q8_0) and returns the view a matvec reads.
 ml_qact ml_op_quantize(int8_t* q, float* d, const float* x, int n);
 
