@@ -83,13 +83,16 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
   // A step takes up to B tokens, of which at most logit_rows ask for logits.
   for (size_t i0 = 0, len = 0; i0 < n; i0 += len) {
     len = 0;
-    for (int rows = 0; len < B && i0 + len < n; ++len) {
+    int rows = 0;
+    ml_session* logit_session = nullptr;  // the last session asking for logits in this step
+    for (; len < B && i0 + len < n; ++len) {
       ml_session* s;
       int32_t id;
       bool logits;
       get(i0 + len, &s, &id, &logits);
       if (logits && rows == e->logit_rows) break;
       rows += logits ? 1 : 0;
+      if (logits) logit_session = s;
       e->step_tokens[len] = id;
       e->step_sessions[len] = s;
       e->step_pos[len] = s->n_past;
@@ -102,14 +105,17 @@ ml_status run_tokens(ml_exec* e, size_t n, Get get, ml_logits_cb cb, void* user,
     b.sessions = e->step_sessions;
     b.pos = e->step_pos;
     b.logits = e->step_logits;
+    // One token asking (decoding): the classifier writes straight into its session's logits.
+    const bool direct = rows == 1;
+    b.logits_out = direct ? logit_session->logits : nullptr;
     ml_forward(m, e, &b);
     bool stop = false;
     int row = 0;
     for (size_t t = 0; t < len; ++t) {
       if (!e->step_logits[t]) continue;
       ml_session* s = e->step_sessions[t];
-      const float* l = e->logits + (size_t)row++ * V;
-      std::memcpy(s->logits, l, V * sizeof(float));
+      const float* l = direct ? s->logits : e->logits + (size_t)row++ * V;
+      if (!direct) std::memcpy(s->logits, l, V * sizeof(float));
       s->has_logits = true;
       if (cb && !stop && cb(user, i0 + t, l)) stop = true;
     }

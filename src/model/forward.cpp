@@ -204,8 +204,9 @@ int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
   }
   const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, rows);
   tm.mark(ML_STAGE_OTHER);
-  ml_op_matmul(e->pool, e->logits, c.vocab_size, &m->output, &xq);
-  if (c.logit_softcap > 0) softcap(e->logits, rows * c.vocab_size, c.logit_softcap);
+  float* logits = rows == 1 && b->logits_out ? b->logits_out : e->logits;
+  ml_op_matmul(e->pool, logits, c.vocab_size, &m->output, &xq);
+  if (c.logit_softcap > 0) softcap(logits, rows * c.vocab_size, c.logit_softcap);
   tm.mark(ML_STAGE_CLASSIFIER);
   return rows;
 }

@@ -24,6 +24,9 @@ struct ml_batch {
   ml_session* const* sessions = nullptr;
   const int* pos = nullptr;
   const uint8_t* logits = nullptr;
+  // When exactly one token asks for logits and this is set, its row is written here (the
+  // session's own logits) instead of exec->logits, which saves copying a vocabulary of floats.
+  float* logits_out = nullptr;
 };
 
 // Returns the number of logit rows written.

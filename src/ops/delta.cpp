@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/checked.h"
+#include "kernels/bind.h"
 #include "ops/parallel.h"
 
 ml_status ml_delta_check(const ml_delta_shape* s, ml_error* err) {
@@ -50,7 +51,23 @@ struct delta_task {
   const ml_delta_weights* w;
 };
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+namespace k = ml::k::active;
+
+// SiLU in place through the bound silu_mul kernel against ones (vectorized, and the same bits on
+// every ISA), in blocks of kSiluBlock values.
+constexpr int kSiluBlock = 256;
+
+struct ones_block {
+  float v[kSiluBlock];
+  ones_block() {
+    for (float& x : v) x = 1.0f;
+  }
+};
+
+void silu_inplace(float* x, int n) {
+  static const ones_block ones;
+  for (int i = 0; i < n; i += kSiluBlock) k::silu_mul(x + i, ones.v, n - i < kSiluBlock ? n - i : kSiluBlock);
+}
 
 // torch's softplus (threshold 20: above it, x itself).
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
@@ -80,8 +97,9 @@ void conv_range(const delta_task& t, int c0, int c1) {
       acc += wr[K - 1] * in;
       for (int j = 0; j + 1 < K - 1; ++j) win[(size_t)j * ch + c] = win[(size_t)(j + 1) * ch + c];
       if (K > 1) win[(size_t)(K - 2) * ch + c] = in;
-      x[c] = silu(acc);
+      x[c] = acc;
     }
+    silu_inplace(x + c0, c1 - c0);
   }
 }
 
@@ -141,7 +159,10 @@ void head_step(const delta_task& t, int tok, int h) {
   const float r = 1.0f / std::sqrt(ss / (float)dv + s.eps);
   const float* z = b.z + (size_t)tok * b.ld_z + (size_t)h * dv;
   float* out = b.out + (size_t)tok * b.ld_out + (size_t)h * dv;
-  for (int j = 0; j < dv; ++j) out[j] = t.w->norm[j] * (o[j] * r) * silu(z[j]);
+  float gate[ML_DELTA_MAX_HEAD_DIM];
+  std::memcpy(gate, z, (size_t)dv * sizeof(float));
+  silu_inplace(gate, dv);
+  for (int j = 0; j < dv; ++j) out[j] = t.w->norm[j] * (o[j] * r) * gate[j];
 }
 
 void conv_worker(void* ctx, int thread, int n_threads) {
