@@ -47,6 +47,9 @@ typedef void ml_k_axpy_q8_fn(float* out, const float* w, const int8_t* V, const 
 typedef void ml_k_dot_f16_fn(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows, int head_dim);
 typedef void ml_k_axpy_f16_fn(float* out, const float* w, const uint16_t* V, size_t v_stride, int n_rows,
                               int head_dim);
+// dst[i] = src[i] as an IEEE half, as core/half.h's ml_float_to_half rounds it (to nearest even;
+// at or beyond 65520 inf; every NaN sign | 0x7E00): what an F16 cache stores.
+typedef void ml_k_f32_to_f16_fn(uint16_t* dst, const float* src, int n);
 
 // Packed kernels (core/pack.h layout, the ISA's ml_pack_params). r0 is a multiple of the group
 // size G; rows at or above r1 are never written.
@@ -63,7 +66,7 @@ typedef void ml_k_matmul_q4_pk_fn(float* Y, int ldy, const ml_qtensor* W, const 
 // X-macro over every op; drives the static checks in bind.h, the tests and ml_bench.
 #define ML_K_OPS(X)                                                                                  \
   X(matvec_q8) X(matvec_q4) X(quantize_q8) X(rmsnorm) X(softmax) X(silu_mul) X(gelu_mul) X(add) X(rope) X(dot_f32) \
-      X(axpy_f32) X(dot_q8) X(axpy_q8) X(dot_f16) X(axpy_f16)
+      X(axpy_f32) X(dot_q8) X(axpy_q8) X(dot_f16) X(axpy_f16) X(f32_to_f16)
 // The packed ops; only ISAs that define ML_K_PACKED bind them.
 #define ML_K_PK_OPS(X) X(matvec_q8_pk) X(matvec_q4_pk) X(matmul_q8_pk) X(matmul_q4_pk)
 

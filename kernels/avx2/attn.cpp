@@ -1,5 +1,6 @@
 // AVX2 attention kernels over the three KV-cache layouts (F32, Q8 with one scale per cached row,
-// F16 widened with F16C): scores (dot_*) and the weighted sum of values (axpy_*).
+// F16 widened with F16C): scores (dot_*) and the weighted sum of values (axpy_*); and the F16
+// cache's stores (f32_to_f16, F16C).
 // Contract (kernels/ops.h): row j of a cache starts at j * stride elements; only head_dim values
 // of each row are read (tails through vmaskmov or a zero-padded stack copy); s[j] for j < n_rows
 // and out[i] for i < head_dim are the only writes; no allocation, no global state.
@@ -9,6 +10,7 @@
 // pmaddwd sum, scaled exactly as scalar code (bit-identical). axpy keeps a 64-value slice of out
 // in registers across all rows (8 add chains, one load and one store per value), out + w * v as
 // two roundings like scalar code.
+#include "core/half.h"
 #include "kernels/avx2/avx2.h"
 #include "kernels/x86_avx.h"
 
@@ -120,4 +122,20 @@ extern "C" void ml_k_dot_q8_avx2(float* s, const int8_t* q, float qd, const int8
     dot_q8_rows<4>(s + j, q, qd, K + (size_t)j * k_stride, Kd + (size_t)j * d_stride, k_stride, d_stride, head_dim);
   for (; j < n_rows; ++j)
     dot_q8_rows<1>(s + j, q, qd, K + (size_t)j * k_stride, Kd + (size_t)j * d_stride, k_stride, d_stride, head_dim);
+}
+
+// F16C's conversion rounds to nearest even as ml_float_to_half does; only a NaN keeps part of its
+// payload there, so a group of 8 holding a NaN is converted by the scalar rule instead.
+extern "C" void ml_k_f32_to_f16_avx2(uint16_t* dst, const float* src, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(src + i);
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    if (_mm256_testz_ps(nan, nan)) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    } else {
+      for (int j = i; j < i + 8; ++j) dst[j] = ml_float_to_half(src[j]);
+    }
+  }
+  for (; i < n; ++i) dst[i] = ml_float_to_half(src[i]);
 }

@@ -24,6 +24,7 @@ ML_K_BIND(dot_q8, avx2)
 ML_K_BIND(axpy_q8, avx2)
 ML_K_BIND(dot_f16, avx2)
 ML_K_BIND(axpy_f16, avx2)
+ML_K_BIND(f32_to_f16, avx2)
 // Packed kernels (kernels/avx2/matvec_pk.cpp): G = 8, Q8 signed (psignb + pmaddubsw), Q4 raw,
 // f16 scales kept f16.
 inline constexpr ml_pack_params pack{8, 0, 0, true, true};

@@ -67,3 +67,7 @@ extern "C" void ml_k_axpy_f16_scalar(float* out, const float* w, const uint16_t*
     for (int i = 0; i < head_dim; ++i) out[i] = out[i] + wj * ml_half_to_float(v[i]);
   }
 }
+
+extern "C" void ml_k_f32_to_f16_scalar(uint16_t* dst, const float* src, int n) {
+  for (int i = 0; i < n; ++i) dst[i] = ml_float_to_half(src[i]);
+}

@@ -26,4 +26,5 @@ ML_K_BIND(dot_q8, scalar)
 ML_K_BIND(axpy_q8, scalar)
 ML_K_BIND(dot_f16, scalar)
 ML_K_BIND(axpy_f16, scalar)
+ML_K_BIND(f32_to_f16, scalar)
 }  // namespace ml::k::scalar

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/half.h"
 #include "core/quant_ref.h"
 #include "kernels/bind.h"
 #include "ops/parallel.h"
@@ -22,12 +21,8 @@ void ml_op_kv_store(const ml_kv_layer* L, const ml_attn_shape* s, int pos, const
         std::memcpy(static_cast<float*>(L->v) + row, vh, (size_t)hd * sizeof(float));
         break;
       case ML_KV_F16: {
-        uint16_t* kd = static_cast<uint16_t*>(L->k) + row;
-        uint16_t* vd = static_cast<uint16_t*>(L->v) + row;
-        for (int i = 0; i < hd; ++i) {
-          kd[i] = ml_float_to_half(kh[i]);
-          vd[i] = ml_float_to_half(vh[i]);
-        }
+        k::f32_to_f16(static_cast<uint16_t*>(L->k) + row, kh, hd);
+        k::f32_to_f16(static_cast<uint16_t*>(L->v) + row, vh, hd);
         break;
       }
       case ML_KV_Q8: {

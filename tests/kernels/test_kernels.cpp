@@ -427,6 +427,44 @@ TEST_CASE("kernels: dot_f32, dot_f16, dot_q8", "[kernels]") {
     }
 }
 
+// The F16 cache's stores: every bit pattern as ml_float_to_half gives it (tested itself against
+// the IEEE definition in test_quant), so scalar is compared exactly and the ports bit for bit:
+// midpoints between halves (ties to even), subnormal halves, the overflow edge, infinities, and
+// NaNs with payloads a hardware conversion would keep.
+TEST_CASE("kernels: f32_to_f16", "[kernels]") {
+  const auto ports = kt::ports(kt::impls_f32_to_f16(), "f32_to_f16");
+  auto bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  const float edges[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, kInf, -kInf, kNaN,
+                         bits(0x7F800001u), bits(0xFFFFFFFFu), bits(0x7FBFFFFFu), 1e-8f, -3e-8f, 5.96e-8f, 6.1e-5f};
+  for (int n : kN) {
+    Rng rng(seed_of({n, 16}));
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) {
+      const uint16_t h = (uint16_t)rng.irange(0, 0x7BFE);  // a finite half and the next one up
+      const float mid = (ml_half_to_float(h) + ml_half_to_float((uint16_t)(h + 1))) * 0.5f;  // exact
+      switch (i % 4) {
+        case 0: x[i] = edges[(i / 4) % (sizeof edges / sizeof edges[0])]; break;
+        case 1: x[i] = rng.irange(0, 1) ? mid : -mid; break;
+        case 2: x[i] = std::ldexp(rng.uni(-1.0f, 1.0f), rng.irange(-30, 17)); break;
+        default: x[i] = rng.normal(1.0f);
+      }
+    }
+    std::vector<double> want(n), mag(n, 1.0);
+    for (int i = 0; i < n; ++i) want[i] = ml_float_to_half(x[i]);
+    auto run = [&](ml_k_f32_to_f16_fn* fn) {
+      Buf<float> bx = in_buf(x);
+      Buf<uint16_t> out(n, 0xA5);
+      fn(out.data(), bx.data(), n);
+      return kt::take(out, 0, n);
+    };
+    kt::check_case("f32_to_f16 n=" + S(n), &ml::k::scalar::f32_to_f16, ports, run, want, mag, 0.0);
+  }
+}
+
 TEST_CASE("kernels: axpy_f32, axpy_f16, axpy_q8", "[kernels]") {
   const auto p32 = kt::ports(kt::impls_axpy_f32(), "axpy_f32");
   const auto p16 = kt::ports(kt::impls_axpy_f16(), "axpy_f16");
