@@ -138,7 +138,7 @@ int bench_model(const model_opts& o) {
   if (ml_exec_create(&h.exec, h.model, &ep, &err) != ML_OK) return ml::cli::report(PROG, err);
   ml_session_params sp{};
   sp.ctx = o.prefill + o.decode;  // caches just large enough (the time does not depend on it)
-  sp.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
+  sp.kv = ml::cli::kv_type(o.kv);
   for (int s = 0; s < o.sessions; ++s) {
     h.sessions.push_back(nullptr);
     if (ml_session_create(&h.sessions.back(), h.model, &sp, &err) != ML_OK) return ml::cli::report(PROG, err);
@@ -191,8 +191,7 @@ int ml_main(int argc, char** argv) {
   app.add_option("-n,--decode", mo.decode, "--model: tokens to decode (default 128)");
   app.add_option("--batch", mo.batch, "--model: tokens per forward step, 1..128 (default 128)");
   app.add_option("--sessions", mo.sessions, "--model: also time N sessions stepped together in one batch (default 1)");
-  app.add_option("--kv", mo.kv, "--model: KV cache type: f32 (default), q8 or f16")
-      ->check(CLI::IsMember({"f32", "q8", "f16"}));
+  ml::cli::add_kv_option(app, &mo.kv, "--model: ");
   app.add_flag("--no-pack", mo.no_pack, "--model: keep the row-major weights");
   app.add_flag("--pack-cache", mo.pack_cache, "--model: map (or write) the pack cache MODEL.pk<G>");
   app.add_option("--runs,--reps", reps, "repetitions; the best is reported (default 5)");

@@ -157,4 +157,13 @@ std::string json_string(const char* s, size_t n) {
   return out + "\"";
 }
 
+CLI::Option* add_kv_option(CLI::App& app, std::string* kv, const char* help_prefix) {
+  return app.add_option("--kv", *kv, std::string(help_prefix) + "KV cache type: f32 (default), q8 or f16")
+      ->check(CLI::IsMember({"f32", "q8", "f16"}));
+}
+
+ml_kv_type kv_type(const std::string& name) {
+  return name == "q8" ? ML_KV_Q8 : name == "f16" ? ML_KV_F16 : ML_KV_F32;
+}
+
 }  // namespace ml::cli

@@ -34,6 +34,13 @@ int parse(CLI::App& app, const char* prog, int argc, char** argv);
 // Marks a string option whose empty value means something (ml_run -p '': BOS alone).
 CLI::Option* allow_empty(CLI::Option* opt);
 
+// --kv NAME: the KV cache type (f32, the default, q8 or f16), its value checked by CLI11; help
+// starts with `help_prefix` (ml_bench: "--model: ").
+CLI::Option* add_kv_option(CLI::App& app, std::string* kv, const char* help_prefix = "");
+
+// The ml_kv_type of a name add_kv_option accepted.
+ml_kv_type kv_type(const std::string& name);
+
 // Parses "1 2 3" (spaces, tabs, newlines or commas between decimal ids) strictly: every item must
 // be a whole int32. On failure returns false and sets *bad to the offending item.
 bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* bad);

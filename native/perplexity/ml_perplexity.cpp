@@ -140,7 +140,7 @@ int ml_main(int argc, char** argv) {
   app.add_option("-z,--tokenizer", o.tokenizer, "llama2.c tokenizer.bin to use instead of the model's own");
   app.add_option("-t,--threads", o.threads, "threads (default 1; the caller is one of them)");
   app.add_option("--batch", o.batch, "tokens per forward step, 1..128 (default 128)");
-  app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
+  ml::cli::add_kv_option(app, &o.kv);
   app.add_flag("--no-pack", o.no_pack, "keep the row-major weight layout (no packed kernels)");
   app.add_flag("--pack-cache", o.pack_cache, "map MODEL.pk<G> with the packed weights, writing it when missing or stale");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
@@ -180,7 +180,7 @@ int ml_main(int argc, char** argv) {
   ep.batch = o.batch;
   ml_session_params sp{};
   sp.ctx = (int)ctx;
-  sp.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
+  sp.kv = ml::cli::kv_type(o.kv);
   if (ml_exec_create(&h.exec, h.model, &ep, &err) != ML_OK) return ml::cli::report(PROG, err);
   h.sessions.assign(group, nullptr);
   for (ml_session*& s : h.sessions)

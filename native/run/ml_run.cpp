@@ -143,7 +143,7 @@ int ml_main(int argc, char** argv) {
   app.add_flag("--pack-cache", o.pack_cache, "map MODEL.pk<G> with the packed weights, writing it when missing or stale");
   app.add_flag("--profile", o.profile, "print how the forward pass's time splits across its stages");
   app.add_option("--ctx", o.ctx, "context length (default: the model's max_seq, at most 4096)");
-  app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
+  ml::cli::add_kv_option(app, &o.kv);
   app.add_option("--dump-logits", o.dump_logits, "feed the prompt and write each position's logits (float32 rows) to FILE");
   app.add_flag("--chat", o.chat, "one reply to -p as the user's message, through the model's chat template");
   app.add_flag("-i,--interactive", o.interactive,
@@ -173,7 +173,7 @@ int ml_main(int argc, char** argv) {
   ep.batch = o.batch;
   ep.profile = o.profile;
   ml_session_params sp{};
-  sp.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
+  sp.kv = ml::cli::kv_type(o.kv);
   engine e;
   ml_error err;
   if (ml_model_open(&e.model, o.model.c_str(), &mp, &err) != ML_OK ||

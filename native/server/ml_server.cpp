@@ -66,7 +66,7 @@ int load(server::server_context& c, const options& o) {
   server::scheduler_options so;
   so.parallel = o.parallel;
   so.ctx = o.ctx;
-  so.kv = o.kv == "q8" ? ML_KV_Q8 : o.kv == "f16" ? ML_KV_F16 : ML_KV_F32;
+  so.kv = ml::cli::kv_type(o.kv);
   so.threads = o.threads;
   so.queue = o.queue;
   so.batch = o.batch;
@@ -158,7 +158,7 @@ int ml_main(int argc, char** argv) {
   app.add_option("--parallel", o.parallel, "requests served at once, one slot each (default 4)");
   app.add_option("--ctx", o.ctx, "positions per slot (default: the model's max_seq, at most 4096)");
   app.add_option("-t,--threads", o.threads, "threads of the engine (default 0 = every core)");
-  app.add_option("--kv", o.kv, "KV cache type: f32 (default), q8 or f16")->check(CLI::IsMember({"f32", "q8", "f16"}));
+  ml::cli::add_kv_option(app, &o.kv);
   app.add_option("--batch", o.batch, "tokens per forward step, 1..128 (default 128)");
   app.add_option("--queue", o.queue, "requests that may wait for a slot; more get 503 (default 64)");
   app.add_option("--api-key", o.http.api_key, "require 'Authorization: Bearer KEY' (default: $KRAFLA_API_KEY)");

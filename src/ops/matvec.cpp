@@ -68,7 +68,7 @@ constexpr int kChunksPerThread = 4;
 // A region's next chunk, alone on its cache line: its owner takes chunks from it one by one,
 // and a thread that has finished its own regions takes the rest from the same counter.
 struct alignas(64) region_counter {
-  std::atomic<int> next{0};
+  std::atomic<int> next;  // set by run_group for the counters a pass uses
 };
 
 struct group_task {
@@ -136,8 +136,12 @@ void run_group(ml_pool* pool, group_task* t) {
     group_worker(t, 0, 1);
     return;
   }
-  region_counter counters[kMaxUnits * kMaxStealThreads];
-  t->counters = n_threads <= kMaxStealThreads ? counters : nullptr;
+  region_counter counters[kMaxUnits * kMaxStealThreads];  // 16 KB of stack, only the used ones zeroed
+  t->counters = nullptr;
+  if (n_threads <= kMaxStealThreads) {
+    for (int i = 0; i < t->n_units * n_threads; ++i) counters[i].next.store(0, std::memory_order_relaxed);
+    t->counters = counters;
+  }
   ml_pool_run(pool, group_worker, t);
 }
 
