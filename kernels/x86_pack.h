@@ -28,11 +28,17 @@
 // group in a local array.
 //
 // Prefetch (ML_PREFETCH, CMake option ML_USE_PREFETCH): hardware prefetchers stop at 4 KB page
-// boundaries, so each block's quant lines and its scales are requested ML_PREFETCH_DIST bytes of
-// the weight stream ahead (spec/architecture.txt, "Prefetch"). Except where V::kQ8PrefetchOnAmd is
-// false (avx512vnni) in the Q8 matvec on an AMD CPU: on Zen 4 the prefetches cost that stream,
-// the fastest per byte, 8-12% of decode speed, while its Q4 matvec and avx2's Q8 (more work per
-// byte) gain from them (docs/benchmarks.md). Prefetching changes no result: both give the same bits.
+// boundaries (spec/architecture.txt, "Prefetch"), so the kernels request the weight stream
+// ML_PREFETCH_DIST bytes ahead, in one of two ways (Prefetch below):
+//   lines      every quant line of each block and its scales (the matmul always; the matvec on
+//              Intel and on AMD before Zen 5, except avx512vnni's Q8 matvec on those AMD CPUs,
+//              V::kQ8PrefetchOnAmd: on Zen 4 the prefetches cost that stream 8-12% of decode);
+//   page kick  only the first 4 lines of each 4 KB page of quants, and of scales, as the stream
+//              reaches it: the matvec on AMD Zen 5 and later (CPU family >= 26), where it decoded
+//              13-60% faster than either lines or none (docs/benchmarks.md). The prefetcher then
+//              follows the page on its own.
+// The choice is read once by CPUID (cpu_matvec_prefetch). Prefetching changes no result: every
+// way gives the same bits.
 #pragma once
 #include <cstring>
 
@@ -51,14 +57,22 @@ inline constexpr int kOffInts = 512;           // int32 block offsets per chunk 
 
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
-// Whether this is an AMD (or Hygon) CPU (core/isa_check.h), read once: the one fact a kernel here
-// takes from outside its arguments, and it changes only timing (which matvecs prefetch, see the header).
-static inline bool cpu_is_amd() {
-  static const bool amd = [] {
+// How a kernel prefetches the weight stream (the header's Prefetch).
+enum class Prefetch { none, lines, page_kick };
+
+// The packed matvec's prefetch on this CPU, from the vendor and family read once by CPUID
+// (core/isa_check.h): the one fact a kernel here takes from outside its arguments, and it changes
+// only timing. q8_lines_on_old_amd: V::kQ8PrefetchOnAmd for a Q8 matvec, true for Q4.
+static inline Prefetch cpu_matvec_prefetch(bool q8_lines_on_old_amd) {
+  enum class Cpu { other, amd_before_zen5, amd_zen5_on };
+  static const Cpu cpu = [] {
     const ml_cpuid_regs r = ml_cpuid_read();
-    return ml_cpuid_amd(&r);
+    if (!ml_cpuid_amd(&r)) return Cpu::other;
+    return ml_cpuid_family(&r) >= 26 ? Cpu::amd_zen5_on : Cpu::amd_before_zen5;
   }();
-  return amd;
+  if (cpu == Cpu::amd_zen5_on) return Prefetch::page_kick;
+  if (cpu == Cpu::amd_before_zen5 && !q8_lines_on_old_amd) return Prefetch::none;
+  return Prefetch::lines;
 }
 
 static inline int32_t load4(const int8_t* p) {
@@ -86,7 +100,7 @@ static inline int32_t block_sum(const int8_t* p) {
 // nblk blocks of one group for T tokens. wq: the group's first block (of the chunk); wd: its
 // scales; xq[t]/xd[t]: token t's quants/scales at the chunk's first block; off[t * ostride + b]:
 // the offset of block b of token t. acc[t] lane i += row i's terms.
-template <class V, int T, bool Q4, bool F16, bool PF>
+template <class V, int T, bool Q4, bool F16, Prefetch PF>
 inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* wd, const int8_t* const xq[T],
                          const float* const xd[T], const int32_t* off, int ostride, int nblk) {
   using vi = typename V::vi;
@@ -97,10 +111,21 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
   constexpr bool use_off = Q4 || V::kQ8Offset != 0;
   for (int b = 0; b < nblk; ++b) {
     const uint8_t* wb = wq + (size_t)b * block_bytes;
-    if constexpr (PF) {
+    if constexpr (PF == Prefetch::lines) {
 #pragma GCC unroll 8
       for (int l = 0; l < block_bytes; l += 64) prefetch(wb + ML_PREFETCH_DIST + l);
       prefetch(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes + ML_PREFETCH_DIST * scale_bytes / block_bytes);
+    } else if constexpr (PF == Prefetch::page_kick) {
+      // The block whose prefetch target enters a new page kicks that page's first lines; the
+      // scales (a slower stream) 256 bytes ahead of their own, the same way.
+      const uintptr_t ahead = reinterpret_cast<uintptr_t>(wb) + ML_PREFETCH_DIST;
+      if ((ahead & 4095) < (uintptr_t)block_bytes) {
+        const uint8_t* page = reinterpret_cast<const uint8_t*>(ahead & ~(uintptr_t)4095);
+#pragma GCC unroll 4
+        for (int l = 0; l < 4; ++l) prefetch(page + 64 * l);
+      }
+      const uintptr_t sahead = reinterpret_cast<uintptr_t>(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes) + 256;
+      if ((sahead & 4095) < (uintptr_t)scale_bytes) prefetch(reinterpret_cast<const uint8_t*>(sahead & ~(uintptr_t)4095));
     }
     vi init[T], s[T];
 #pragma GCC unroll 8
@@ -140,7 +165,7 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
 #undef ML_PK_STEPS
 
 // T tokens (quants xq + t * n, scales xd + t * n / 32) into Y + t * ldy, rows [r0, r1); PF: prefetch.
-template <class V, int T, bool Q4, bool F16, bool PF = ML_PREFETCH != 0>
+template <class V, int T, bool Q4, bool F16, Prefetch PF = ML_PREFETCH ? Prefetch::lines : Prefetch::none>
 void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const float* xd, int n, int r0, int r1) {
   using vf = typename V::vf;
   constexpr int G = V::G;
@@ -188,8 +213,15 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
 
 template <class V, bool Q4, bool F16>
 void matvec(float* y, const ml_qtensor* W, const ml_qact* x, int r0, int r1) {
-  if (ML_PREFETCH && !Q4 && !V::kQ8PrefetchOnAmd && cpu_is_amd()) tile<V, 1, Q4, F16, false>(y, 0, W, x->q, x->d, x->n, r0, r1);
-  else tile<V, 1, Q4, F16>(y, 0, W, x->q, x->d, x->n, r0, r1);
+  if constexpr (!ML_PREFETCH) {
+    tile<V, 1, Q4, F16, Prefetch::none>(y, 0, W, x->q, x->d, x->n, r0, r1);
+  } else {
+    switch (cpu_matvec_prefetch(Q4 || V::kQ8PrefetchOnAmd)) {
+      case Prefetch::page_kick: tile<V, 1, Q4, F16, Prefetch::page_kick>(y, 0, W, x->q, x->d, x->n, r0, r1); break;
+      case Prefetch::none: tile<V, 1, Q4, F16, Prefetch::none>(y, 0, W, x->q, x->d, x->n, r0, r1); break;
+      case Prefetch::lines: tile<V, 1, Q4, F16, Prefetch::lines>(y, 0, W, x->q, x->d, x->n, r0, r1); break;
+    }
+  }
 }
 
 // The remainder of a matmul: one tile of 1..TILE-1 tokens, its count a template argument.
@@ -221,7 +253,7 @@ struct Lanes256 {
   using vf = __m256;
   static constexpr int G = 8;
   static constexpr int TILE = 4;
-  static constexpr bool kQ8PrefetchOnAmd = true;  // the Q8 matvec prefetches on AMD CPUs too
+  static constexpr bool kQ8PrefetchOnAmd = true;  // the Q8 matvec prefetches lines on AMD before Zen 5 too
   static vi zero() { return _mm256_setzero_si256(); }
   static vi set1(int32_t v) { return _mm256_set1_epi32(v); }
   static vi load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }

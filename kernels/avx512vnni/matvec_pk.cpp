@@ -19,7 +19,7 @@ struct V {
   static constexpr int G = 16;
   static constexpr int TILE = 8;
   static constexpr int kQ8Offset = 128;
-  static constexpr bool kQ8PrefetchOnAmd = false;  // x86_pack.h, Prefetch: measured on Zen 4
+  static constexpr bool kQ8PrefetchOnAmd = false;  // x86_pack.h, Prefetch: AMD before Zen 5, measured on Zen 4
   static vi zero() { return _mm512_setzero_si512(); }
   static vi set1(int32_t v) { return _mm512_set1_epi32(v); }
   static vi load(const uint8_t* p) { return _mm512_loadu_si512(p); }

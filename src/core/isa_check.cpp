@@ -178,6 +178,11 @@ bool ml_cpuid_amd(const ml_cpuid_regs* r) {
          (r->vendor_ebx == 0x6f677948 && r->vendor_edx == 0x6e65476e && r->vendor_ecx == 0x656e6975);    // HygonGenuine
 }
 
+unsigned ml_cpuid_family(const ml_cpuid_regs* r) {
+  const unsigned base = (r->l1_eax >> 8) & 0xF, extended = (r->l1_eax >> 20) & 0xFF;
+  return base == 0xF ? base + extended : base;
+}
+
 ml_cpuid_regs ml_cpuid_read() {
   ml_cpuid_regs r;
 #ifdef ML_X86
@@ -189,6 +194,7 @@ ml_cpuid_regs ml_cpuid_read() {
   r.vendor_ecx = c;
   if (r.max_leaf >= 1) {
     __cpuid(1, a, b, c, d);
+    r.l1_eax = a;
     r.l1_ecx = c;
     r.l1_edx = d;
   }

@@ -19,11 +19,18 @@ struct ml_cpuid_regs {
   bool tiles_permitted = false;
   // CPUID leaf 0's vendor string, in EBX, EDX, ECX order ("Auth" "enti" "cAMD").
   uint32_t vendor_ebx = 0, vendor_edx = 0, vendor_ecx = 0;
+  // Leaf 1's EAX: family, model, stepping (last, so the recorded dumps' initialisers stay as they are).
+  uint32_t l1_eax = 0;
 };
 
 // Whether the registers are an AMD (or Hygon) CPU's: the packed kernels' prefetch choice
 // (kernels/x86_pack.h).
 bool ml_cpuid_amd(const ml_cpuid_regs* r);
+
+// The CPU family from leaf 1's EAX, as /proc/cpuinfo's "cpu family": the base family, plus the
+// extended family when the base is 15 (AMD Zen 4 is 25, Zen 5 26; Intel's cores are 6). 0 when
+// leaf 1 was not read. The packed kernels' prefetch choice (kernels/x86_pack.h).
+unsigned ml_cpuid_family(const ml_cpuid_regs* r);
 
 // The first feature that isa needs and the registers lack ("avx2", "OS support for AVX state",
 // ...), or null when the CPU runs it. Unknown ISA names are reported as missing themselves.

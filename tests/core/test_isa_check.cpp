@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -137,6 +138,34 @@ TEST_CASE("isa_check: the CPU vendor (AMD and Hygon, nothing else)", "[isa]") {
   if (!vendor.empty()) {
     const ml_cpuid_regs r = ml_cpuid_read();
     CHECK(ml_cpuid_amd(&r) == (vendor.rfind("AuthenticAMD", 0) == 0 || vendor.rfind("HygonGenuine", 0) == 0));
+  }
+#endif
+}
+
+TEST_CASE("isa_check: the CPU family from leaf 1 (base, plus extended when the base is 15)", "[isa]") {
+  auto family = [](uint32_t eax) {
+    ml_cpuid_regs r;
+    r.l1_eax = eax;
+    return ml_cpuid_family(&r);
+  };
+  CHECK(family(0x00A10F11) == 25);  // AMD EPYC 9004 (Zen 4)
+  CHECK(family(0x00B00F21) == 26);  // AMD EPYC 9005 (Zen 5)
+  CHECK(family(0x00800F12) == 23);  // AMD EPYC 7001 (Zen 1)
+  CHECK(family(0x000806F8) == 6);   // Intel Sapphire Rapids: base 6, extended family ignored
+  CHECK(family(0x0FF00600) == 6);   // extended bits set, base not 15: still ignored
+  CHECK(family(0) == 0);            // leaf 1 not read
+#if defined(__x86_64__) && defined(__linux__)
+  // This CPU, against the kernel's own decoding (/proc/cpuinfo's "cpu family").
+  int proc_family = -1;
+  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (proc_family < 0 && std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "cpu family", 10) == 0) proc_family = std::atoi(std::strchr(line, ':') + 1);
+    std::fclose(f);
+  }
+  if (proc_family >= 0) {
+    const ml_cpuid_regs r = ml_cpuid_read();
+    CHECK(ml_cpuid_family(&r) == (unsigned)proc_family);
   }
 #endif
 }
