@@ -9,7 +9,9 @@ timed assertion: no figure is compared with a speed.
      the runs; the chart is an SVG document holding the cell's label and both engines' names.
   2. The weight bytes a token reads, counted from the GGUF header, equal the tiny shape's sizes
      worked out by hand here (Q8_0: 34 bytes per 32 weights, Q4_0: 18; f32 norms; the output
-     matrix is separate, so the embedding table is left out).
+     matrix is separate, so the embedding table is left out); so do the KV cache bytes (tiny, f16
+     and f32) and a Qwen3.5-shaped header's KV and recurrent-state bytes (written here); the table's
+     KV + state column and its % of the probe with them agree with those bytes.
   3. The foreign-load measure: a sleeping child with a CPU-bound process of this test running beside
      it is measured with at least 0.5 foreign CPUs; a CPU-bound child's own time is counted as its
      own (at least 0.9 of the 1 s it burns), not foreign. The guard reruns a rejected run at most
@@ -22,6 +24,7 @@ Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is n
 import argparse
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -48,6 +51,11 @@ def tiny_bytes(block_bytes):
     per_layer = dim * dim * 2 + dim * kv_dim * 2 + dim * hidden * 3
     norms = (2 * layers + 1) * dim * 4
     return (layers * per_layer + vocab * dim) // 32 * block_bytes + norms
+
+
+def tiny_cache_bytes(kv_bytes, prefill, decode):
+    """The tiny shape's KV cache at the mean attended position: 4 layers, 2 KV heads of 32 (K and V)."""
+    return int(4 * 2 * (32 + 32) * kv_bytes * (prefill + (decode + 1) / 2))
 
 
 def num(s):
@@ -83,6 +91,18 @@ def check_table(text, failures):
             failures.append(f"{name} decode GB/s {gbs} is not {mb} MB x {best} tok/s = {want:.2f}")
         if not abs(pct - 100 * gbs / probe1) <= 1 + 0.02 * pct:
             failures.append(f"{name} {pct}% is not {gbs} / the probe's {probe1} GB/s")
+    cache_mb = num(c[11])
+    want_mb = tiny_cache_bytes(2, 16, 16) / 1e6  # --short: f16 KV, prefill 16, decode 16
+    if abs(cache_mb - want_mb) > 0.006:
+        failures.append(f"KV + state MB/token {cache_mb} is not the tiny shape's {want_mb:.3f}")
+    g = re.match(r"(\d+)% / (\d+)%$", c[12])
+    if not g:
+        failures.append(f"the with-KV cell '{c[12]}' is not 'N% / N%'")
+    else:
+        for name, pct, best in (("krafla", float(g.group(1)), kd[0]), ("llama.cpp", float(g.group(2)), ld[0])):
+            want = 100 * (mb + cache_mb) * best / 1000 / probe1
+            if not abs(pct - want) <= 1 + 0.03 * want:
+                failures.append(f"{name} {pct}% with KV is not ({mb} + {cache_mb}) MB x {best} tok/s / {probe1} GB/s")
     m = re.search(r"Foreign load: (\d+) timed runs; (\d+) rejected .*?; (\d+) kept", text)
     if not m or int(m.group(1)) < 3 or int(m.group(1)) != 3 + int(m.group(2)):
         failures.append("the foreign-load line does not count 3 runs (probe, krafla, llama.cpp) plus the reruns: "
@@ -115,6 +135,29 @@ def check_weight_bytes(bp, bin_dir, work, failures):
         got, want = bp.gguf_weight_bytes(gguf), tiny_bytes(block)
         if got != want:
             failures.append(f"weight bytes of tiny {wtype}: counted {got}, by hand {want}")
+        for kv, kv_bytes in (("f16", 2), ("f32", 4)):
+            got, want = bp.gguf_cache_bytes(gguf, 64, 128, kv), tiny_cache_bytes(kv_bytes, 64, 128)
+            if got != want:
+                failures.append(f"KV bytes of tiny {wtype} {kv}: counted {got}, by hand {want}")
+    # A Qwen3.5-shaped header (metadata only): 24 layers, every 4th attends (6), 2 KV heads of 256;
+    # 18 linear layers of 16 heads, state 128 x 2048 / 16, convolution 3 x (2048 + 2 x 16 x 128).
+    meta = {"general.architecture": "qwen35", "qwen35.block_count": 24, "qwen35.full_attention_interval": 4,
+            "qwen35.attention.head_count_kv": 2, "qwen35.attention.key_length": 256,
+            "qwen35.attention.value_length": 256, "qwen35.ssm.time_step_rank": 16, "qwen35.ssm.state_size": 128,
+            "qwen35.ssm.inner_size": 2048, "qwen35.ssm.group_count": 16, "qwen35.ssm.conv_kernel": 4}
+    path = os.path.join(work, "qwen35-header.gguf")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IIQQ", 0x46554747, 3, 0, len(meta)))
+        for k, v in meta.items():
+            f.write(struct.pack("<Q", len(k)) + k.encode())
+            if isinstance(v, str):
+                f.write(struct.pack("<IQ", 8, len(v)) + v.encode())
+            else:
+                f.write(struct.pack("<II", 4, v))  # uint32
+    want = int(6 * 2 * 512 * 2 * (64 + 129 / 2) + 18 * (16 * 128 * 128 + 3 * (2048 + 2 * 16 * 128)) * 4)
+    got = bp.gguf_cache_bytes(path, 64, 128, "f16")
+    if got != want:
+        failures.append(f"KV + state bytes of a Qwen3.5 header: counted {got}, by hand {want}")
 
 
 def check_probe_args(bin_dir, failures):
