@@ -180,6 +180,13 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
   int32_t off[kOffInts];
   alignas(64) float tail[T][G];  // accumulators of a partial last group (its rows >= r1 are never written)
   const int g0 = r0 / G, g_full = r1 / G, g1 = (r1 + G - 1) / G;
+  if constexpr (PF == Prefetch::page_kick) {
+    // group_blocks kicks each page as the block 4 KB before it is read, so the page after the
+    // stream's first is never kicked: kick it here.
+    const uintptr_t next = (reinterpret_cast<uintptr_t>(pq + (size_t)g0 * nb * block_bytes) + 4096) & ~(uintptr_t)4095;
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) prefetch(reinterpret_cast<const uint8_t*>(next) + 64 * l);
+  }
   for (int c0 = 0; c0 < nb; c0 += chunk) {
     const int nblk = nb - c0 < chunk ? nb - c0 : chunk;
     const int8_t* xqs[T];
