@@ -57,6 +57,16 @@ inline constexpr int kOffInts = 512;           // int32 block offsets per chunk 
 
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
+inline constexpr uintptr_t kPage = 4096;  // the page the hardware prefetcher does not leave
+
+// Page kick: the first `lines` cache lines of the page holding address a.
+template <int lines>
+static inline void kick_page(uintptr_t a) {
+  const uint8_t* page = reinterpret_cast<const uint8_t*>(a & ~(kPage - 1));
+#pragma GCC unroll 4
+  for (int l = 0; l < lines; ++l) prefetch(page + 64 * l);
+}
+
 // How a kernel prefetches the weight stream (the header's Prefetch).
 enum class Prefetch { none, lines, page_kick };
 
@@ -119,13 +129,9 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
       // The block whose prefetch target enters a new page kicks that page's first lines; the
       // scales (a slower stream) 256 bytes ahead of their own, the same way.
       const uintptr_t ahead = reinterpret_cast<uintptr_t>(wb) + ML_PREFETCH_DIST;
-      if ((ahead & 4095) < (uintptr_t)block_bytes) {
-        const uint8_t* page = reinterpret_cast<const uint8_t*>(ahead & ~(uintptr_t)4095);
-#pragma GCC unroll 4
-        for (int l = 0; l < 4; ++l) prefetch(page + 64 * l);
-      }
+      if ((ahead & (kPage - 1)) < (uintptr_t)block_bytes) kick_page<4>(ahead);
       const uintptr_t sahead = reinterpret_cast<uintptr_t>(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes) + 256;
-      if ((sahead & 4095) < (uintptr_t)scale_bytes) prefetch(reinterpret_cast<const uint8_t*>(sahead & ~(uintptr_t)4095));
+      if ((sahead & (kPage - 1)) < (uintptr_t)scale_bytes) kick_page<1>(sahead);
     }
     vi init[T], s[T];
 #pragma GCC unroll 8
@@ -181,11 +187,9 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
   alignas(64) float tail[T][G];  // accumulators of a partial last group (its rows >= r1 are never written)
   const int g0 = r0 / G, g_full = r1 / G, g1 = (r1 + G - 1) / G;
   if constexpr (PF == Prefetch::page_kick) {
-    // group_blocks kicks each page as the block 4 KB before it is read, so the page after the
-    // stream's first is never kicked: kick it here.
-    const uintptr_t next = (reinterpret_cast<uintptr_t>(pq + (size_t)g0 * nb * block_bytes) + 4096) & ~(uintptr_t)4095;
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; ++l) prefetch(reinterpret_cast<const uint8_t*>(next) + 64 * l);
+    // group_blocks kicks each page as the block ML_PREFETCH_DIST before it is read, so the page
+    // after the stream's first is never kicked: kick it here.
+    kick_page<4>(reinterpret_cast<uintptr_t>(pq + (size_t)g0 * nb * block_bytes) + ML_PREFETCH_DIST);
   }
   for (int c0 = 0; c0 < nb; c0 += chunk) {
     const int nblk = nb - c0 < chunk ? nb - c0 : chunk;
