@@ -32,6 +32,13 @@ ML_K_PK_OPS(ML_K_CHECK_PK)
 #undef ML_K_CHECK_PK
 #endif
 
+#ifdef ML_K_F16_HEADS
+#define ML_K_CHECK_HEADS(op) \
+  static_assert(std::is_same_v<decltype(ml::k::active::op), ml_k_##op##_fn&>, "kernel " #op " has the wrong signature");
+ML_K_F16_HEADS_OPS(ML_K_CHECK_HEADS)
+#undef ML_K_CHECK_HEADS
+#endif
+
 namespace ml::k {
 // The ISA of this build (its preset name).
 inline constexpr const char* build_isa = active::isa_name;

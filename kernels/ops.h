@@ -47,6 +47,15 @@ typedef void ml_k_axpy_q8_fn(float* out, const float* w, const int8_t* V, const 
 typedef void ml_k_dot_f16_fn(float* s, const float* q, const uint16_t* K, size_t k_stride, int n_rows, int head_dim);
 typedef void ml_k_axpy_f16_fn(float* out, const float* w, const uint16_t* V, size_t v_stride, int n_rows,
                               int head_dim);
+// The F16 pair for the n_heads query heads of one KV group, each row widened once for them all:
+// s[h * s_stride + j] = dot_f16's s[j] for q + h * q_stride; out + h * o_stride gets axpy_f16's
+// sum with the weights w + h * w_stride. Bit-identical to one dot_f16 / axpy_f16 per head. Only
+// ISAs that define ML_K_F16_HEADS bind them (ML_K_F16_HEADS_OPS); elsewhere attention calls the
+// pair once per head.
+typedef void ml_k_dot_f16_heads_fn(float* s, size_t s_stride, const float* q, size_t q_stride, int n_heads,
+                                   const uint16_t* K, size_t k_stride, int n_rows, int head_dim);
+typedef void ml_k_axpy_f16_heads_fn(float* out, size_t o_stride, const float* w, size_t w_stride, int n_heads,
+                                    const uint16_t* V, size_t v_stride, int n_rows, int head_dim);
 // dst[i] = src[i] as an IEEE half, as core/half.h's ml_float_to_half rounds it (to nearest even;
 // at or beyond 65520 inf; every NaN sign | 0x7E00): what an F16 cache stores.
 typedef void ml_k_f32_to_f16_fn(uint16_t* dst, const float* src, int n);
@@ -67,6 +76,8 @@ typedef void ml_k_matmul_q4_pk_fn(float* Y, int ldy, const ml_qtensor* W, const 
 #define ML_K_OPS(X)                                                                                  \
   X(matvec_q8) X(matvec_q4) X(quantize_q8) X(rmsnorm) X(softmax) X(silu_mul) X(gelu_mul) X(add) X(rope) X(dot_f32) \
       X(axpy_f32) X(dot_q8) X(axpy_q8) X(dot_f16) X(axpy_f16) X(f32_to_f16)
+// The grouped F16 attention ops; only ISAs that define ML_K_F16_HEADS bind them.
+#define ML_K_F16_HEADS_OPS(X) X(dot_f16_heads) X(axpy_f16_heads)
 // The packed ops; only ISAs that define ML_K_PACKED bind them.
 #define ML_K_PK_OPS(X) X(matvec_q8_pk) X(matvec_q4_pk) X(matmul_q8_pk) X(matmul_q4_pk)
 

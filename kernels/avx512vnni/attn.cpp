@@ -93,7 +93,112 @@ inline void axpy(float* out, const T* V, size_t vs, int n_rows, int hd, const Wt
   }
 }
 
+// The F16 dots of ng <= 8 heads of one KV group, hd <= 16 * NV: each row is widened once and
+// serves every head; each head's lanes see exactly dot()'s operations (full vectors unmasked, the
+// last one masked), so s equals dot() per head bit for bit.
+template <int NV>
+inline void dot_f16_heads_nv(float* s, size_t ss, const float* q, size_t qs, int ng, const uint16_t* K, size_t ks,
+                             int n_rows, int hd) {
+  const int last = hd - 16 * (NV - 1);  // lanes of the last vector, 1..16
+  const __mmask16 ml = mask16(last);
+  for (int j = 0; j < n_rows; ++j) {
+    const uint16_t* k = K + (size_t)j * ks;
+    __m512 kv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) kv[v] = ld16(k + 16 * v, v == NV - 1 ? ml : (__mmask16)0xFFFF);
+    for (int g = 0; g < ng; ++g) {
+      const float* qg = q + (size_t)g * qs;
+      __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const __m512 qv = v == NV - 1 && last < 16 ? _mm512_maskz_loadu_ps(ml, qg + 16 * v) : _mm512_loadu_ps(qg + 16 * v);
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(qv, kv[v]));
+      }
+      s[(size_t)g * ss + j] = sum16(lo256(acc), hi256(acc));
+    }
+  }
+}
+
+// The F16 weighted sums of NG heads of one KV group over the same rows: a slice of R vectors of
+// each head's out stays in registers (NG * R <= 16) while every row's slice is widened once and
+// added to each head in row order: per value, axpy()'s operations.
+template <int NG, int R>
+inline void axpy_f16_heads_ng(float* out, size_t os, const float* w, size_t ws, const uint16_t* V, size_t vs,
+                              int n_rows, int hd) {
+  for (int i = 0; i < hd; i += 16 * R) {
+    const int nv = (hd - i + 15) / 16 < R ? (hd - i + 15) / 16 : R;
+    const __mmask16 ml = mask16(hd - i - 16 * (nv - 1));
+    __m512 acc[NG][R];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+      for (int v = 0; v < R; ++v)
+        acc[g][v] = v < nv ? _mm512_maskz_loadu_ps(v == nv - 1 ? ml : (__mmask16)0xFFFF, out + (size_t)g * os + i + 16 * v)
+                           : _mm512_setzero_ps();
+    for (int j = 0; j < n_rows; ++j) {
+      const uint16_t* row = V + (size_t)j * vs + i;
+      __m512 vv[R];
+#pragma GCC unroll 8
+      for (int v = 0; v < R; ++v) vv[v] = v < nv ? ld16(row + 16 * v, v == nv - 1 ? ml : (__mmask16)0xFFFF) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m512 wg = _mm512_set1_ps(w[(size_t)g * ws + j]);
+#pragma GCC unroll 8
+        for (int v = 0; v < R; ++v)
+          if (v < nv) acc[g][v] = _mm512_add_ps(acc[g][v], _mm512_mul_ps(wg, vv[v]));
+      }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+      for (int v = 0; v < R; ++v)
+        if (v < nv) _mm512_mask_storeu_ps(out + (size_t)g * os + i + 16 * v, v == nv - 1 ? ml : (__mmask16)0xFFFF, acc[g][v]);
+  }
+}
+
 }  // namespace
+
+extern "C" void ml_k_dot_f16_heads_avx512vnni(float* s, size_t s_stride, const float* q, size_t q_stride,
+                                              int n_heads, const uint16_t* K, size_t k_stride, int n_rows,
+                                              int head_dim) {
+  for (int g0 = 0; g0 < n_heads; g0 += 8) {
+    const int ng = n_heads - g0 < 8 ? n_heads - g0 : 8;
+    float* sg = s + (size_t)g0 * s_stride;
+    const float* qg = q + (size_t)g0 * q_stride;
+    switch ((head_dim + 15) / 16) {
+      case 1: dot_f16_heads_nv<1>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 2: dot_f16_heads_nv<2>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 3: dot_f16_heads_nv<3>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 4: dot_f16_heads_nv<4>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 5: dot_f16_heads_nv<5>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 6: dot_f16_heads_nv<6>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 7: dot_f16_heads_nv<7>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      case 8: dot_f16_heads_nv<8>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
+      default:  // head_dim > 128: one head at a time
+        for (int g = 0; g < ng; ++g) dot(sg + (size_t)g * s_stride, qg + (size_t)g * q_stride, K, k_stride, n_rows, head_dim);
+    }
+  }
+}
+
+extern "C" void ml_k_axpy_f16_heads_avx512vnni(float* out, size_t o_stride, const float* w, size_t w_stride,
+                                               int n_heads, const uint16_t* V, size_t v_stride, int n_rows,
+                                               int head_dim) {
+  for (int g0 = 0; g0 < n_heads; g0 += 8) {
+    const int ng = n_heads - g0 < 8 ? n_heads - g0 : 8;
+    float* o = out + (size_t)g0 * o_stride;
+    const float* wg = w + (size_t)g0 * w_stride;
+    switch (ng) {
+      case 1: axpy_f16_heads_ng<1, 8>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 2: axpy_f16_heads_ng<2, 8>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 3: axpy_f16_heads_ng<3, 4>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 4: axpy_f16_heads_ng<4, 4>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 5: axpy_f16_heads_ng<5, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 6: axpy_f16_heads_ng<6, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      case 7: axpy_f16_heads_ng<7, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+      default: axpy_f16_heads_ng<8, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
+    }
+  }
+}
 
 extern "C" void ml_k_dot_f32_avx512vnni(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
                                         int head_dim) {

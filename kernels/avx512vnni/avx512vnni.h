@@ -20,6 +20,10 @@ ML_K_BIND(dot_f16, avx512vnni)
 ML_K_BIND(axpy_f32, avx512vnni)
 ML_K_BIND(axpy_f16, avx512vnni)
 ML_K_BIND(axpy_q8, avx512vnni)
+ML_K_BIND(dot_f16_heads, avx512vnni)
+ML_K_BIND(axpy_f16_heads, avx512vnni)
+#undef ML_K_F16_HEADS
+#define ML_K_F16_HEADS 1
 // Packed kernels (kernels/avx512vnni/matvec_pk.cpp): G = 16, Q8 stored + 128 (vpdpbusd's unsigned
 // operand), Q4 raw, f16 scales kept f16.
 inline constexpr ml_pack_params pack{16, 128, 0, true, true};

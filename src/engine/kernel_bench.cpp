@@ -159,6 +159,9 @@ extern "C" {
 void ml_build_bindings(ml_binding_cb cb, void* user) {
 #define ML_REPORT_BINDING(op) cb(user, #op, k::op##_name);
   ML_K_OPS(ML_REPORT_BINDING)
+#ifdef ML_K_F16_HEADS
+  ML_K_F16_HEADS_OPS(ML_REPORT_BINDING)
+#endif
 #ifdef ML_K_PACKED
   ML_K_PK_OPS(ML_REPORT_BINDING)
 #endif

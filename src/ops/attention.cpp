@@ -68,6 +68,12 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
   for (int b0 = 0; b0 < n_pos; b0 += ML_ATTN_BLOCK) {
     const int len = n_pos - b0 < ML_ATTN_BLOCK ? n_pos - b0 : ML_ATTN_BLOCK;
     const size_t j0 = (size_t)(first + b0);
+#ifdef ML_K_F16_HEADS
+    if (L->type == ML_KV_F16) {  // each row widened once for the whole group
+      k::dot_f16_heads(scores + b0, stride, q, hd, group, static_cast<const uint16_t*>(L->k) + kv0 + j0 * hd, hd, len, hd);
+      continue;
+    }
+#endif
     for (int g = 0; g < group; ++g) {
       float* sc = scores + (size_t)g * stride + b0;
       switch (L->type) {
@@ -93,6 +99,12 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
   for (int b0 = 0; b0 < n_pos; b0 += ML_ATTN_BLOCK) {
     const int len = n_pos - b0 < ML_ATTN_BLOCK ? n_pos - b0 : ML_ATTN_BLOCK;
     const size_t j0 = (size_t)(first + b0);
+#ifdef ML_K_F16_HEADS
+    if (L->type == ML_KV_F16) {
+      k::axpy_f16_heads(out, hd, scores + b0, stride, group, static_cast<const uint16_t*>(L->v) + kv0 + j0 * hd, hd, len, hd);
+      continue;
+    }
+#endif
     for (int g = 0; g < group; ++g) {
       const float* w = scores + (size_t)g * stride + b0;
       float* o = out + (size_t)g * hd;

@@ -525,6 +525,9 @@ struct KernelListing : Catch::TestEventListenerBase {
   void testRunStarting(Catch::TestRunInfo const& info) override {
 #define ML_KT_LINE(op) stream << #op " -> " << ml::k::active::op##_name << "\n";
     ML_K_OPS(ML_KT_LINE)
+#ifdef ML_K_F16_HEADS
+    ML_K_F16_HEADS_OPS(ML_KT_LINE)
+#endif
 #undef ML_KT_LINE
     stream << "kernel isa " << ml::k::build_isa << ", chain tested:";
 #define ML_KT_CHAIN(I, unused) stream << " " #I;
