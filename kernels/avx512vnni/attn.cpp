@@ -156,13 +156,18 @@ inline void axpy_f16_heads_ng(float* out, size_t os, const float* w, size_t ws, 
   }
 }
 
+// Calls f(first head, count) for the batches of at most 8 heads the grouped kernels hold at once.
+template <class F>
+inline void head_batches(int n_heads, const F& f) {
+  for (int g0 = 0; g0 < n_heads; g0 += 8) f(g0, n_heads - g0 < 8 ? n_heads - g0 : 8);
+}
+
 }  // namespace
 
 extern "C" void ml_k_dot_f16_heads_avx512vnni(float* s, size_t s_stride, const float* q, size_t q_stride,
                                               int n_heads, const uint16_t* K, size_t k_stride, int n_rows,
                                               int head_dim) {
-  for (int g0 = 0; g0 < n_heads; g0 += 8) {
-    const int ng = n_heads - g0 < 8 ? n_heads - g0 : 8;
+  head_batches(n_heads, [&](int g0, int ng) {
     float* sg = s + (size_t)g0 * s_stride;
     const float* qg = q + (size_t)g0 * q_stride;
     switch ((head_dim + 15) / 16) {
@@ -177,14 +182,13 @@ extern "C" void ml_k_dot_f16_heads_avx512vnni(float* s, size_t s_stride, const f
       default:  // head_dim > 128: one head at a time
         for (int g = 0; g < ng; ++g) dot(sg + (size_t)g * s_stride, qg + (size_t)g * q_stride, K, k_stride, n_rows, head_dim);
     }
-  }
+  });
 }
 
 extern "C" void ml_k_axpy_f16_heads_avx512vnni(float* out, size_t o_stride, const float* w, size_t w_stride,
                                                int n_heads, const uint16_t* V, size_t v_stride, int n_rows,
                                                int head_dim) {
-  for (int g0 = 0; g0 < n_heads; g0 += 8) {
-    const int ng = n_heads - g0 < 8 ? n_heads - g0 : 8;
+  head_batches(n_heads, [&](int g0, int ng) {
     float* o = out + (size_t)g0 * o_stride;
     const float* wg = w + (size_t)g0 * w_stride;
     switch (ng) {
@@ -197,7 +201,7 @@ extern "C" void ml_k_axpy_f16_heads_avx512vnni(float* out, size_t o_stride, cons
       case 7: axpy_f16_heads_ng<7, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
       default: axpy_f16_heads_ng<8, 2>(o, o_stride, wg, w_stride, V, v_stride, n_rows, head_dim); break;
     }
-  }
+  });
 }
 
 extern "C" void ml_k_dot_f32_avx512vnni(float* s, const float* q, const float* K, size_t k_stride, int n_rows,
