@@ -93,6 +93,8 @@ inline void axpy(float* out, const T* V, size_t vs, int n_rows, int hd, const Wt
   }
 }
 
+constexpr __mmask16 kAll16 = 0xFFFF;
+
 // The F16 dots of ng <= 8 heads of one KV group, hd <= 16 * NV: each row is widened once and
 // serves every head; each head's lanes see exactly dot()'s operations (full vectors unmasked, the
 // last one masked), so s equals dot() per head bit for bit.
@@ -105,13 +107,14 @@ inline void dot_f16_heads_nv(float* s, size_t ss, const float* q, size_t qs, int
     const uint16_t* k = K + (size_t)j * ks;
     __m512 kv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) kv[v] = ld16(k + 16 * v, v == NV - 1 ? ml : (__mmask16)0xFFFF);
+    for (int v = 0; v < NV; ++v) kv[v] = ld16(k + 16 * v, v == NV - 1 ? ml : kAll16);
     for (int g = 0; g < ng; ++g) {
       const float* qg = q + (size_t)g * qs;
       __m512 acc = _mm512_setzero_ps();
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
-        const __m512 qv = v == NV - 1 && last < 16 ? _mm512_maskz_loadu_ps(ml, qg + 16 * v) : _mm512_loadu_ps(qg + 16 * v);
+        const __m512 qv =
+            v == NV - 1 && last < 16 ? _mm512_maskz_loadu_ps(ml, qg + 16 * v) : _mm512_loadu_ps(qg + 16 * v);
         acc = _mm512_add_ps(acc, _mm512_mul_ps(qv, kv[v]));
       }
       s[(size_t)g * ss + j] = sum16(lo256(acc), hi256(acc));
@@ -128,18 +131,18 @@ inline void axpy_f16_heads_ng(float* out, size_t os, const float* w, size_t ws, 
   for (int i = 0; i < hd; i += 16 * R) {
     const int nv = (hd - i + 15) / 16 < R ? (hd - i + 15) / 16 : R;
     const __mmask16 ml = mask16(hd - i - 16 * (nv - 1));
+    const auto vmask = [nv, ml](int v) { return v == nv - 1 ? ml : kAll16; };  // the slice's v-th vector
     __m512 acc[NG][R];
 #pragma GCC unroll 8
     for (int g = 0; g < NG; ++g)
 #pragma GCC unroll 8
       for (int v = 0; v < R; ++v)
-        acc[g][v] = v < nv ? _mm512_maskz_loadu_ps(v == nv - 1 ? ml : (__mmask16)0xFFFF, out + (size_t)g * os + i + 16 * v)
-                           : _mm512_setzero_ps();
+        acc[g][v] = v < nv ? _mm512_maskz_loadu_ps(vmask(v), out + (size_t)g * os + i + 16 * v) : _mm512_setzero_ps();
     for (int j = 0; j < n_rows; ++j) {
       const uint16_t* row = V + (size_t)j * vs + i;
       __m512 vv[R];
 #pragma GCC unroll 8
-      for (int v = 0; v < R; ++v) vv[v] = v < nv ? ld16(row + 16 * v, v == nv - 1 ? ml : (__mmask16)0xFFFF) : _mm512_setzero_ps();
+      for (int v = 0; v < R; ++v) vv[v] = v < nv ? ld16(row + 16 * v, vmask(v)) : _mm512_setzero_ps();
 #pragma GCC unroll 8
       for (int g = 0; g < NG; ++g) {
         const __m512 wg = _mm512_set1_ps(w[(size_t)g * ws + j]);
@@ -152,7 +155,7 @@ inline void axpy_f16_heads_ng(float* out, size_t os, const float* w, size_t ws, 
     for (int g = 0; g < NG; ++g)
 #pragma GCC unroll 8
       for (int v = 0; v < R; ++v)
-        if (v < nv) _mm512_mask_storeu_ps(out + (size_t)g * os + i + 16 * v, v == nv - 1 ? ml : (__mmask16)0xFFFF, acc[g][v]);
+        if (v < nv) _mm512_mask_storeu_ps(out + (size_t)g * os + i + 16 * v, vmask(v), acc[g][v]);
   }
 }
 
@@ -180,7 +183,8 @@ extern "C" void ml_k_dot_f16_heads_avx512vnni(float* s, size_t s_stride, const f
       case 7: dot_f16_heads_nv<7>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
       case 8: dot_f16_heads_nv<8>(sg, s_stride, qg, q_stride, ng, K, k_stride, n_rows, head_dim); break;
       default:  // head_dim > 128: one head at a time
-        for (int g = 0; g < ng; ++g) dot(sg + (size_t)g * s_stride, qg + (size_t)g * q_stride, K, k_stride, n_rows, head_dim);
+        for (int g = 0; g < ng; ++g)
+          dot(sg + (size_t)g * s_stride, qg + (size_t)g * q_stride, K, k_stride, n_rows, head_dim);
     }
   });
 }

@@ -70,7 +70,8 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
     const size_t j0 = (size_t)(first + b0);
 #ifdef ML_K_F16_HEADS
     if (L->type == ML_KV_F16) {  // each row widened once for the whole group
-      k::dot_f16_heads(scores + b0, stride, q, hd, group, static_cast<const uint16_t*>(L->k) + kv0 + j0 * hd, hd, len, hd);
+      const uint16_t* K = static_cast<const uint16_t*>(L->k) + kv0 + j0 * hd;
+      k::dot_f16_heads(scores + b0, stride, q, hd, group, K, hd, len, hd);
       continue;
     }
 #endif
@@ -101,7 +102,8 @@ void group_attention(const attn_task& t, int tok, int kvh, float* scores, int8_t
     const size_t j0 = (size_t)(first + b0);
 #ifdef ML_K_F16_HEADS
     if (L->type == ML_KV_F16) {
-      k::axpy_f16_heads(out, hd, scores + b0, stride, group, static_cast<const uint16_t*>(L->v) + kv0 + j0 * hd, hd, len, hd);
+      const uint16_t* V = static_cast<const uint16_t*>(L->v) + kv0 + j0 * hd;
+      k::axpy_f16_heads(out, hd, scores + b0, stride, group, V, hd, len, hd);
       continue;
     }
 #endif

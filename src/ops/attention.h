@@ -5,7 +5,8 @@
 // it gets alone.
 // GQA: query head h reads KV head h / (n_heads / n_kv_heads). The heads that share a KV head walk
 // the cache together in blocks of 64 positions, so each block of K (then V) is read into L1 once
-// for the whole group. Per head the arithmetic does not depend on the block size, the batch or
+// for the whole group (and, with an F16 cache where the ISA has the grouped kernels, widened to
+// float once: kernels/ops.h, dot_f16_heads). Per head the arithmetic does not depend on the block size, the batch or
 // the thread count: scores are independent dot products, and the V sum adds rows in position
 // order.
 #pragma once

@@ -23,7 +23,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kSentinel = -12345.678f;
 
 // The ISA an op's name ends in ("ml_k_dot_f16_heads_avx512vnni" -> "avx512vnni").
-std::string isa_of(const char* name, const char* op) { return std::string(name + std::strlen("ml_k_") + std::strlen(op) + 1); }
+std::string isa_of(const char* name, const char* op) {
+  return std::string(name + std::strlen("ml_k_") + std::strlen(op) + 1);
+}
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
