@@ -17,6 +17,7 @@
 //   ml_sum16_ps               the canonical 16-partial sum of kernels/numerics.h
 //   ml_loadu_ps_n             the first m floats (zeros past them), never reading past p + m
 //   ml_silu_mul_ps            silu(g) * u in kernels/numerics.h's form
+//   ml_gelu_mul_ps            gelu(g) * u in kernels/numerics.h's form (tanh form)
 #pragma once
 #include <emmintrin.h>
 #ifdef __SSSE3__
@@ -174,4 +175,15 @@ static inline __m128 ml_silu_mul_ps(__m128 g, __m128 u) {
   const __m128 neg = _mm_castsi128_ps(_mm_srai_epi32(_mm_castps_si128(g), 31));  // all ones where the sign bit is set
   const __m128 num = _mm_or_ps(_mm_and_ps(neg, _mm_mul_ps(g, e)), _mm_andnot_ps(neg, g));
   return _mm_mul_ps(_mm_div_ps(num, _mm_add_ps(_mm_set1_ps(1.0f), e)), u);
+}
+
+// gelu(g) * u as ml_k_gelu_mul1: y = c (g + 0.044715 g^3), e = exp(-2 |y|), t = (1 - e) / (1 + e)
+// with y's sign bit, then (0.5 g (1 + t)) u. t >= 0, so y's sign bit xored in is exactly -t.
+static inline __m128 ml_gelu_mul_ps(__m128 g, __m128 u) {
+  const __m128 sign = _mm_set1_ps(-0.0f), one = _mm_set1_ps(1.0f);
+  const __m128 g3 = _mm_mul_ps(_mm_mul_ps(g, g), g);
+  const __m128 y = _mm_mul_ps(_mm_set1_ps(0.7978845608028654f), _mm_add_ps(g, _mm_mul_ps(_mm_set1_ps(0.044715f), g3)));
+  const __m128 e = ml_exp_ps(_mm_mul_ps(_mm_set1_ps(-2.0f), _mm_andnot_ps(sign, y)));
+  const __m128 t = _mm_xor_ps(_mm_div_ps(_mm_sub_ps(one, e), _mm_add_ps(one, e)), _mm_and_ps(y, sign));
+  return _mm_mul_ps(_mm_mul_ps(_mm_mul_ps(_mm_set1_ps(0.5f), g), _mm_add_ps(one, t)), u);
 }

@@ -1,4 +1,4 @@
-// AVX2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
+// AVX2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, gelu_mul, add, rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
 // written: tails go through vmaskmov loads and stores, which never touch masked-off lanes.
 // No allocation, no global state. Every op performs the scalar kernel's float operations in
@@ -73,6 +73,22 @@ extern "C" void ml_k_silu_mul_avx2(float* g, const float* u, int n) {
     const __m256 num = _mm256_blendv_ps(v, _mm256_mul_ps(v, e), v);  // v's sign bit picks v * e
     const __m256 s = _mm256_div_ps(num, _mm256_add_ps(one, e));
     store_f32_n(g + i, _mm256_mul_ps(s, load_f32_n(u + i, m)), m);
+  }
+}
+
+// g[i] = gelu(g[i]) * u[i] as ml_k_gelu_mul1 (kernels/x86_common.h's ml_gelu_mul_ps on 8 lanes).
+extern "C" void ml_k_gelu_mul_avx2(float* g, const float* u, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 c = _mm256_set1_ps(0.7978845608028654f), k = _mm256_set1_ps(0.044715f);
+  const __m256 m2 = _mm256_set1_ps(-2.0f), half = _mm256_set1_ps(0.5f);
+  for (int i = 0; i < n; i += 8) {
+    const int m = n - i;
+    const __m256 v = load_f32_n(g + i, m);
+    const __m256 y = _mm256_mul_ps(c, _mm256_add_ps(v, _mm256_mul_ps(k, _mm256_mul_ps(_mm256_mul_ps(v, v), v))));
+    const __m256 e = exp256(_mm256_mul_ps(m2, _mm256_andnot_ps(sign, y)));
+    const __m256 t = _mm256_xor_ps(_mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)), _mm256_and_ps(y, sign));
+    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, t));
+    store_f32_n(g + i, _mm256_mul_ps(r, load_f32_n(u + i, m)), m);
   }
 }
 

@@ -40,8 +40,7 @@ extern "C" void ml_k_silu_mul_scalar(float* g, const float* u, int n) {
   for (int i = 0; i < n; ++i) g[i] = ml_k_silu_mul1(g[i], u[i]);
 }
 
-// g[i] = gelu(g[i]) * u[i]  (GeGLU gate) in ml_k_gelu_mul1's form. Every ISA uses this one: the
-// FFN of the one architecture that has it (Gemma 3) spends its time in the matvecs.
+// g[i] = gelu(g[i]) * u[i]  (GeGLU gate) in ml_k_gelu_mul1's form.
 extern "C" void ml_k_gelu_mul_scalar(float* g, const float* u, int n) {
   for (int i = 0; i < n; ++i) g[i] = ml_k_gelu_mul1(g[i], u[i]);
 }

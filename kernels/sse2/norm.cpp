@@ -1,4 +1,4 @@
-// SSE2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, add, rope.
+// SSE2 element-wise and normalisation kernels: rmsnorm, softmax, silu_mul, gelu_mul, add, rope.
 // Contract (kernels/ops.h): any n (n <= 0 does nothing); only the n values named are read or
 // written (tails go through a small stack buffer or scalar code, never a wider load); no
 // allocation, no global state. Every op does the scalar kernel's float operations in
@@ -71,6 +71,19 @@ extern "C" void ml_k_silu_mul_sse2(float* g, const float* u, int n) {
     std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
     std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
     _mm_storeu_ps(tg, ml_silu_mul_ps(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
+    std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
+  }
+}
+
+// g[i] = gelu(g[i]) * u[i]  (GeGLU gate), as ml_k_gelu_mul1.
+extern "C" void ml_k_gelu_mul_sse2(float* g, const float* u, int n) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, ml_gelu_mul_ps(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
+  if (i < n) {
+    float tg[4] = {}, tu[4] = {};
+    std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
+    std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
+    _mm_storeu_ps(tg, ml_gelu_mul_ps(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
     std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
   }
 }
