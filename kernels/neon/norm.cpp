@@ -1,4 +1,4 @@
-// NEON rmsnorm, softmax and silu_mul (AArch64 only; neon.h binds them there), bit-exact with the
+// NEON rmsnorm, softmax, silu_mul and gelu_mul (AArch64 only; neon.h binds them there), bit-exact with the
 // scalar kernels: sums in kernels/numerics.h's canonical order and ml_k_exp step for step
 // (kernels/neon/canonical.h). rmsnorm: the sum of squares, the scale in scalar code, then
 // o[i] = w[i] * (x[i] * scale) lane-wise.
@@ -34,6 +34,27 @@ extern "C" void ml_k_silu_mul_neon(float* g, const float* u, int n) {
     vst1q_f32(g + i, vmulq_f32(vdivq_f32(num, vaddq_f32(vdupq_n_f32(1.0f), e)), vld1q_f32(u + i)));
   }
   for (; i < n; ++i) g[i] = ml_k_silu_mul1(g[i], u[i]);
+}
+
+// g[i] = ml_k_gelu_mul1(g[i], u[i]) on 4 lanes: y = c (g + 0.044715 g^3), e = exp(-2 |y|),
+// t = (1 - e) / (1 + e) with y's sign bit xored in (t >= 0, so that is exactly -t), (0.5 g (1 + t)) u.
+extern "C" void ml_k_gelu_mul_neon(float* g, const float* u, int n) {
+  const uint32x4_t sign = vdupq_n_u32(0x80000000u);
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t v = vld1q_f32(g + i);
+    const float32x4_t g3 = vmulq_f32(vmulq_f32(v, v), v);
+    const float32x4_t y =
+        vmulq_f32(vdupq_n_f32(0.7978845608028654f), vaddq_f32(v, vmulq_f32(vdupq_n_f32(0.044715f), g3)));
+    const float32x4_t e = ml_arm::exp4(vmulq_f32(vdupq_n_f32(-2.0f), vabsq_f32(y)));
+    const float32x4_t t0 = vdivq_f32(vsubq_f32(one, e), vaddq_f32(one, e));
+    const float32x4_t t = vreinterpretq_f32_u32(
+        veorq_u32(vreinterpretq_u32_f32(t0), vandq_u32(vreinterpretq_u32_f32(y), sign)));
+    const float32x4_t r = vmulq_f32(vmulq_f32(vdupq_n_f32(0.5f), v), vaddq_f32(one, t));
+    vst1q_f32(g + i, vmulq_f32(r, vld1q_f32(u + i)));
+  }
+  for (; i < n; ++i) g[i] = ml_k_gelu_mul1(g[i], u[i]);
 }
 
 // ml_k_softmax_scalar: the max in scalar order (NaN handling included), exp4, the canonical sum of

@@ -72,6 +72,19 @@ extern "C" void ml_k_silu_mul_wasm_simd128(float* g, const float* u, int n) {
   }
 }
 
+// g[i] = gelu(g[i]) * u[i] in kernels/numerics.h's form (GeGLU gate).
+extern "C" void ml_k_gelu_mul_wasm_simd128(float* g, const float* u, int n) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, ml_w_gelu_mul(wasm_v128_load(g + i), wasm_v128_load(u + i)));
+  if (i < n) {
+    float tg[4] = {}, tu[4] = {};
+    std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
+    std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
+    wasm_v128_store(tg, ml_w_gelu_mul(wasm_v128_load(tg), wasm_v128_load(tu)));
+    std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
+  }
+}
+
 // y[i] = y[i] + x[i]  (residual connection).
 extern "C" void ml_k_add_wasm_simd128(float* y, const float* x, int n) {
   int i = 0;

@@ -13,6 +13,7 @@
 //   ml_w_sum16_f32     the canonical 16-partial sum of kernels/numerics.h (as ml_sum16_ps)
 //   ml_w_load_n        the first m floats (zeros past them), never reading past p + m
 //   ml_w_silu_mul      silu(g) * u in kernels/numerics.h's form (ml_k_silu_mul1)
+//   ml_w_gelu_mul      gelu(g) * u in kernels/numerics.h's form (ml_k_gelu_mul1)
 #pragma once
 #include <wasm_simd128.h>
 
@@ -116,4 +117,17 @@ static inline v128_t ml_w_silu_mul(v128_t g, v128_t u) {
   const v128_t neg = wasm_i32x4_shr(g, 31);
   const v128_t num = wasm_v128_bitselect(wasm_f32x4_mul(g, e), g, neg);
   return wasm_f32x4_mul(wasm_f32x4_div(num, wasm_f32x4_add(wasm_f32x4_splat(1.0f), e)), u);
+}
+
+// gelu(g) * u as ml_k_gelu_mul1: y = c (g + 0.044715 g^3), e = exp(-2 |y|), t = (1 - e) / (1 + e)
+// with y's sign bit xored in (t >= 0, so that is exactly -t), then (0.5 g (1 + t)) u.
+static inline v128_t ml_w_gelu_mul(v128_t g, v128_t u) {
+  const v128_t sign = wasm_f32x4_splat(-0.0f), one = wasm_f32x4_splat(1.0f);
+  const v128_t g3 = wasm_f32x4_mul(wasm_f32x4_mul(g, g), g);
+  const v128_t y = wasm_f32x4_mul(wasm_f32x4_splat(0.7978845608028654f),
+                                  wasm_f32x4_add(g, wasm_f32x4_mul(wasm_f32x4_splat(0.044715f), g3)));
+  const v128_t e = ml_w_exp_f32(wasm_f32x4_mul(wasm_f32x4_splat(-2.0f), wasm_v128_andnot(y, sign)));
+  const v128_t t0 = wasm_f32x4_div(wasm_f32x4_sub(one, e), wasm_f32x4_add(one, e));
+  const v128_t t = wasm_v128_xor(t0, wasm_v128_and(y, sign));
+  return wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_splat(0.5f), g), wasm_f32x4_add(one, t)), u);
 }
