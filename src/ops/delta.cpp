@@ -131,15 +131,15 @@ void head_step(const delta_task& t, int tok, int h) {
   const float beta = 1.0f / (1.0f + std::exp(-b.b[(size_t)tok * nv + h]));
   const float decay = std::exp(t.w->a[h] * softplus(b.a[(size_t)tok * nv + h] + t.w->dt_bias[h]));
 
+  // S = decay S, mem = S^T k; S += k delta^T, o = S^T q. The decayed state is not stored between
+  // the two passes: each pass forms row[j] * decay itself (the same rounding), so the first pass
+  // only reads S and the state is written once per token.
   float* __restrict S = b.states[tok]->S + (size_t)h * dk * dv;
   for (int j = 0; j < dv; ++j) mem[j] = 0.0f;
   for (int i = 0; i < dk; ++i) {
-    float* __restrict row = S + (size_t)i * dv;
+    const float* __restrict row = S + (size_t)i * dv;
     const float ki = kn[i];
-    for (int j = 0; j < dv; ++j) {
-      row[j] = row[j] * decay;
-      mem[j] += row[j] * ki;
-    }
+    for (int j = 0; j < dv; ++j) mem[j] += (row[j] * decay) * ki;
   }
   for (int j = 0; j < dv; ++j) {
     mem[j] = (v[j] - mem[j]) * beta;  // delta
@@ -149,7 +149,7 @@ void head_step(const delta_task& t, int tok, int h) {
     float* __restrict row = S + (size_t)i * dv;
     const float ki = kn[i], qi = qn[i];
     for (int j = 0; j < dv; ++j) {
-      row[j] += ki * mem[j];
+      row[j] = row[j] * decay + ki * mem[j];
       o[j] += row[j] * qi;
     }
   }
