@@ -62,30 +62,29 @@ extern "C" void ml_k_softmax_sse2(float* x, int n) {
   for (; i < n; ++i) x[i] = x[i] / s;
 }
 
-// g[i] = silu(g[i]) * u[i]  (SwiGLU gate), as ml_k_silu_mul1.
-extern "C" void ml_k_silu_mul_sse2(float* g, const float* u, int n) {
+// g[i] = f(g[i], u[i]) 4 lanes at a time (f a lambda, so it is inlined); the tail through a
+// zero-padded stack copy.
+template <class F>
+static void gate4(float* g, const float* u, int n, F f) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, ml_silu_mul_ps(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, f(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
   if (i < n) {
     float tg[4] = {}, tu[4] = {};
     std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
     std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    _mm_storeu_ps(tg, ml_silu_mul_ps(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
+    _mm_storeu_ps(tg, f(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
     std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
   }
 }
 
+// g[i] = silu(g[i]) * u[i]  (SwiGLU gate), as ml_k_silu_mul1.
+extern "C" void ml_k_silu_mul_sse2(float* g, const float* u, int n) {
+  gate4(g, u, n, [](__m128 a, __m128 b) { return ml_silu_mul_ps(a, b); });
+}
+
 // g[i] = gelu(g[i]) * u[i]  (GeGLU gate), as ml_k_gelu_mul1.
 extern "C" void ml_k_gelu_mul_sse2(float* g, const float* u, int n) {
-  int i = 0;
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(g + i, ml_gelu_mul_ps(_mm_loadu_ps(g + i), _mm_loadu_ps(u + i)));
-  if (i < n) {
-    float tg[4] = {}, tu[4] = {};
-    std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
-    std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    _mm_storeu_ps(tg, ml_gelu_mul_ps(_mm_loadu_ps(tg), _mm_loadu_ps(tu)));
-    std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
-  }
+  gate4(g, u, n, [](__m128 a, __m128 b) { return ml_gelu_mul_ps(a, b); });
 }
 
 // y[i] = y[i] + x[i]  (residual connection).

@@ -59,30 +59,29 @@ extern "C" void ml_k_softmax_wasm_simd128(float* x, int n) {
   for (; i < n; ++i) x[i] = x[i] / s;
 }
 
-// g[i] = silu(g[i]) * u[i] in kernels/numerics.h's form (SwiGLU gate).
-extern "C" void ml_k_silu_mul_wasm_simd128(float* g, const float* u, int n) {
+// g[i] = f(g[i], u[i]) 4 lanes at a time (f a lambda, so it is inlined); the tail through a
+// zero-padded stack copy.
+template <class F>
+static void gate4(float* g, const float* u, int n, F f) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, ml_w_silu_mul(wasm_v128_load(g + i), wasm_v128_load(u + i)));
+  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, f(wasm_v128_load(g + i), wasm_v128_load(u + i)));
   if (i < n) {
     float tg[4] = {}, tu[4] = {};
     std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
     std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    wasm_v128_store(tg, ml_w_silu_mul(wasm_v128_load(tg), wasm_v128_load(tu)));
+    wasm_v128_store(tg, f(wasm_v128_load(tg), wasm_v128_load(tu)));
     std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
   }
 }
 
+// g[i] = silu(g[i]) * u[i] in kernels/numerics.h's form (SwiGLU gate).
+extern "C" void ml_k_silu_mul_wasm_simd128(float* g, const float* u, int n) {
+  gate4(g, u, n, [](v128_t a, v128_t b) { return ml_w_silu_mul(a, b); });
+}
+
 // g[i] = gelu(g[i]) * u[i] in kernels/numerics.h's form (GeGLU gate).
 extern "C" void ml_k_gelu_mul_wasm_simd128(float* g, const float* u, int n) {
-  int i = 0;
-  for (; i + 4 <= n; i += 4) wasm_v128_store(g + i, ml_w_gelu_mul(wasm_v128_load(g + i), wasm_v128_load(u + i)));
-  if (i < n) {
-    float tg[4] = {}, tu[4] = {};
-    std::memcpy(tg, g + i, (size_t)(n - i) * sizeof(float));
-    std::memcpy(tu, u + i, (size_t)(n - i) * sizeof(float));
-    wasm_v128_store(tg, ml_w_gelu_mul(wasm_v128_load(tg), wasm_v128_load(tu)));
-    std::memcpy(g + i, tg, (size_t)(n - i) * sizeof(float));
-  }
+  gate4(g, u, n, [](v128_t a, v128_t b) { return ml_w_gelu_mul(a, b); });
 }
 
 // y[i] = y[i] + x[i]  (residual connection).
