@@ -16,6 +16,8 @@ mkdir -p "$O"
 cp "$ROOT/kernels/x86_amx.h" "$O/x86_amx.h"
 cp "$ROOT/kernels/x86_amx.h" "$O/exp_x86_amx.h"
 patch -s "$O/exp_x86_amx.h" "$SRC/experiments.patch"
+cp "$ROOT/kernels/x86_amx.h" "$O/sig_x86_amx.h"
+patch -s "$O/sig_x86_amx.h" "$SRC/signed.patch"
 # The kernel's TilesHw (and its register macro) as kernels/amx/matmul_pk.cpp defines it.
 awk '/^#define ML_TMM_LITERAL/ {p = 1} /^}  \/\/ namespace/ {p = 0} p' "$ROOT/kernels/amx/matmul_pk.cpp" \
   >"$O/tiles_hw.inc"
