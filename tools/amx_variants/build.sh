@@ -10,6 +10,10 @@ SRC=$ROOT/tools/amx_variants
 B=${AMX_BUILD:-$ROOT/build/dev-amx}
 O=${AMX_VARIANTS_OUT:-$ROOT/build/amx-variants}
 EXTRA=${EXTRA:-}
+if [ -n "${AMX_BUILD:-}" ] && { [ ! -f "$B/kernels/libml_kernels.a" ] || [ ! -f "$B/src/core/libml_core.a" ]; }; then
+  echo "build.sh: $B has no libml_kernels.a / libml_core.a (build the amx preset there first)" >&2
+  exit 1
+fi
 if [ ! -f "$B/kernels/libml_kernels.a" ] || [ ! -f "$B/src/core/libml_core.a" ]; then
   cmake --preset amx -B "$B" -DCMAKE_EXE_LINKER_FLAGS=-static >/dev/null
   cmake --build "$B" --target ml_kernels ml_core
