@@ -13,6 +13,7 @@
 //   zero<T>()              TILEZERO
 //   dpbsud<C, A, B>()      TDPBSUD: C[m][n] += sum over k < colsb[A]/4, i < 4 of
 //                          sext(A[m][4k+i]) * zext(B[k][4n+i])   (int32; A signed, B unsigned bytes)
+//                          (TilesEmu also has dpbssd, TDPBSSD: B signed too, for tools/amx_variants)
 //   store<T>(p, stride)    TILESTORED: the colsb[T] bytes of row r to p + r * stride
 //   release()              TILERELEASE: back to the unconfigured state
 //
@@ -84,6 +85,15 @@ struct TilesEmu {
 
   template <int C, int A, int B>
   void dpbsud() {
+    dp<C, A, B, false>();
+  }
+  template <int C, int A, int B>
+  void dpbssd() {
+    dp<C, A, B, true>();
+  }
+  // TDPBSUD (B_signed false) or TDPBSSD.
+  template <int C, int A, int B, bool B_signed>
+  void dp() {
     const bool ok = valid(C) && valid(A) && valid(B) && C != A && C != B && A != B &&
                     cfg.colsb[C] % 4 == 0 && cfg.colsb[A] % 4 == 0 && cfg.colsb[B] == cfg.colsb[C] &&
                     cfg.rows[A] == cfg.rows[C] && cfg.colsb[A] / 4 == cfg.rows[B];
@@ -97,7 +107,8 @@ struct TilesEmu {
         std::memcpy(&c, &t[C][m][4 * n], 4);
         for (int k = 0; k < cfg.colsb[A] / 4; ++k)
           for (int i = 0; i < 4; ++i)  // int32 arithmetic wraps on the hardware; no sum here comes near
-            c = (int32_t)((uint32_t)c + (uint32_t)((int32_t)(int8_t)t[A][m][4 * k + i] * (int32_t)t[B][k][4 * n + i]));
+            c = (int32_t)((uint32_t)c + (uint32_t)((int32_t)(int8_t)t[A][m][4 * k + i] *
+                                                   (B_signed ? (int32_t)(int8_t)t[B][k][4 * n + i] : (int32_t)t[B][k][4 * n + i])));
         std::memcpy(&t[C][m][4 * n], &c, 4);
       }
   }

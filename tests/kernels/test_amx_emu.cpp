@@ -24,8 +24,10 @@
 using ml::k::amx_tiles::Config;
 using ml::k::amx_tiles::TilesEmu;
 
-TEST_CASE("amx tiles (emulated): TDPBSUD is signed A times unsigned B, loads honour the stride", "[kernels][amx]") {
+TEST_CASE("amx tiles (emulated): TDPBSUD is signed A times unsigned B (TDPBSSD: signed B), loads honour the stride",
+          "[kernels][amx]") {
   kt::Rng rng(18);
+  for (int b_signed = 0; b_signed < 2; ++b_signed)
   for (int m : {1, 5, 16})
     for (int kb : {4, 32, 64}) {  // A's bytes per row; B has kb / 4 rows
       Config c;
@@ -42,15 +44,18 @@ TEST_CASE("amx tiles (emulated): TDPBSUD is signed A times unsigned B, loads hon
       tl.load<0>(c0.data(), 64);
       tl.load<1>(a.data(), 80);  // A's rows 80 bytes apart: the stride is honoured
       tl.load<2>(b.data(), 64);
-      tl.dpbsud<0, 1, 2>();
+      if (b_signed) tl.dpbssd<0, 1, 2>();  // tools/amx_variants' signed variants
+      else tl.dpbsud<0, 1, 2>();
       tl.store<0>(out.data(), 64);
       REQUIRE_FALSE(tl.fault);
       int bad = 0;
       for (int i = 0; i < m; ++i)
         for (int n = 0; n < 16; ++n) {
           int64_t want = c0[(size_t)i * 16 + n];
-          for (int k = 0; k < kb; ++k)  // A signed (the activations), B unsigned (the weights + 128)
-            want += (int64_t)(int8_t)a[(size_t)i * 80 + k] * (int64_t)b[(size_t)(k / 4) * 64 + 4 * n + k % 4];
+          for (int k = 0; k < kb; ++k) {  // A signed (the activations), B unsigned (the weights + 128)
+            const uint8_t w = b[(size_t)(k / 4) * 64 + 4 * n + k % 4];
+            want += (int64_t)(int8_t)a[(size_t)i * 80 + k] * (b_signed ? (int64_t)(int8_t)w : (int64_t)w);
+          }
           bad += out[(size_t)i * 16 + n] != (int32_t)want;
         }
       CHECK(bad == 0);

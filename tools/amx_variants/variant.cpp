@@ -2,8 +2,8 @@
 // variants.txt with HEADER (kernels/x86_amx.h or the patched copy), the variant's -D flags,
 // FN (its entry point) and -Dx86amx=x86amx_FN, so every variant's templates get their own names.
 // The tile type is the kernel's own TilesHw, cut out of kernels/amx/matmul_pk.cpp by build.sh;
-// -DEMU swaps in the emulated tile unit to check the harness on a CPU without AMX. Both gain
-// TDPBSSD (A and B signed bytes), which only the EXP_SIGNED_* variants use.
+// -DEMU swaps in the emulated tile unit to check the harness on a CPU without AMX. TilesHw gains
+// TDPBSSD (A and B signed bytes) here, which only the signed variants use; TilesEmu has it.
 #include HEADER
 
 namespace {
@@ -11,40 +11,20 @@ using ml::k::amx_tiles::Config;
 #include "tiles_hw.inc"
 
 #ifdef EMU
-using TilesBase = ml::k::amx_tiles::TilesEmu;
+using Tiles = ml::k::amx_tiles::TilesEmu;  // has dpbssd
 #else
-using TilesBase = TilesHw;
-#endif
-
-struct Tiles : TilesBase {
+struct Tiles : TilesHw {
   // TDPBSSD, with the kernel's register plan (C = tmm0-3, A = tmm4/5, B = tmm6/7 by C's parity).
   template <int C, int A, int B>
   void dpbssd() {
     static_assert(C >= 0 && C < 4 && A == 4 + C % 2 && B == 6 + C % 2, "kernels/x86_amx.h's tile registers");
-#ifdef EMU
-    // TilesEmu::dpbsud's checks and loop with B sign-extended (SDM vol. 2, "TDPBSSD").
-    if (!valid(C) || !valid(A) || !valid(B) || cfg.colsb[B] != cfg.colsb[C] || cfg.rows[A] != cfg.rows[C] ||
-        cfg.colsb[A] / 4 != cfg.rows[B]) {
-      fault = true;
-      return;
-    }
-    for (int m = 0; m < cfg.rows[C]; ++m)
-      for (int n = 0; n < cfg.colsb[C] / 4; ++n) {
-        int32_t c;
-        std::memcpy(&c, &t[C][m][4 * n], 4);
-        for (int k = 0; k < cfg.colsb[A] / 4; ++k)
-          for (int i = 0; i < 4; ++i)
-            c = (int32_t)((uint32_t)c + (uint32_t)((int32_t)(int8_t)t[A][m][4 * k + i] * (int32_t)(int8_t)t[B][k][4 * n + i]));
-        std::memcpy(&t[C][m][4 * n], &c, 4);
-      }
-#else
     if constexpr (C == 0) _tile_dpbssd(0, 4, 6);
     else if constexpr (C == 1) _tile_dpbssd(1, 5, 7);
     else if constexpr (C == 2) _tile_dpbssd(2, 4, 6);
     else _tile_dpbssd(3, 5, 7);
-#endif
   }
 };
+#endif
 }  // namespace
 
 extern "C" void FN(int q4, float* Y, int ldy, const ml_qtensor* W, const ml_qbatch* X, int r0, int r1) {
