@@ -3,11 +3,12 @@
 # against the kernel as it is (experiments.patch and signed.patch apply to kernels/x86_amx.h, every
 # variant compiles) and, over the emulated tile unit, every variant that must keep the bits gives
 # avx512vnni's output (amx_variants exits 1 otherwise), at 17 tokens (a full tile and one token)
-# and 64. The emulated build still runs AVX-512 code: SKIP (exit 77) on a CPU without it.
+# and 64. The emulated build still runs AVX-512 code (VBMI in the vbmi variants): SKIP (exit 77) on
+# a CPU without it.
 # Usage: tools/amx_variants/check.sh AMX_BUILD_DIR
 set -euo pipefail
 B=$(cd "$1" && pwd)
-for f in avx512f avx512bw avx512vl avx512_vnni f16c; do
+for f in avx512f avx512bw avx512vl avx512_vnni avx512vbmi f16c; do  # avx512vbmi: the vbmi variants
   if ! grep -qw "$f" /proc/cpuinfo; then
     echo "SKIP (CPU): the emulated harness runs AVX-512 VNNI code, and this CPU lacks $f"
     exit 77
