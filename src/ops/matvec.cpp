@@ -63,13 +63,32 @@ struct unit {
 
 constexpr int kMaxUnits = 4;
 constexpr int kMaxStealThreads = 64;  // more threads: each keeps to its own rows
-constexpr int kChunksPerThread = 4;
+// Each thread's region is cut into this many chunks. A thread claims half of what is left of its
+// own region at a time (few restarts of its weight stream); one that has run out takes single
+// chunks from the back of the others', so threads finish at most a chunk apart.
+constexpr int kChunksPerThread = 16;
 
-// A region's next chunk, alone on its cache line: its owner takes chunks from it one by one,
-// and a thread that has finished its own regions takes the rest from the same counter.
+// A region's unclaimed chunks [front, back), alone on its cache line.
 struct alignas(64) region_counter {
-  std::atomic<int> next;  // set by run_group for the counters a pass uses
+  std::atomic<uint64_t> range;  // front | back << 32, set by run_group for the counters a pass uses
 };
+
+// Claims chunks [*c0, *c1) of a region: the owner half of what is left from the front (at least
+// one), another thread one from the back. False when none is left.
+bool claim_chunks(std::atomic<uint64_t>& range, bool owner, int* c0, int* c1) {
+  uint64_t r = range.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint32_t front = (uint32_t)r, back = (uint32_t)(r >> 32);
+    if (front >= back) return false;
+    const uint32_t take = owner ? (back - front + 1) / 2 : 1;
+    const uint32_t f = owner ? front + take : front, b = owner ? back : back - 1;
+    if (range.compare_exchange_weak(r, (uint64_t)f | (uint64_t)b << 32, std::memory_order_relaxed)) {
+      *c0 = (int)(owner ? front : back - 1);
+      *c1 = *c0 + (int)take;
+      return true;
+    }
+  }
+}
 
 struct group_task {
   unit units[kMaxUnits];
@@ -93,10 +112,11 @@ split split_rows(int rows, int n_threads) {
   return split{region_groups * g, chunk_groups * g, (region_groups + chunk_groups - 1) / chunk_groups};
 }
 
-void run_chunk(const unit& u, const ml_qbatch* X, const split& sp, int region, int chunk) {
-  const int r0 = region * sp.region_rows + chunk * sp.chunk_rows;
+// Chunks [c0, c1) of a region, as one run of rows: each matrix's rows in one call, then the gate.
+void run_chunks(const unit& u, const ml_qbatch* X, const split& sp, int region, int c0, int c1) {
+  const int r0 = region * sp.region_rows + c0 * sp.chunk_rows;
   const int region_end = (region + 1) * sp.region_rows < u.rows ? (region + 1) * sp.region_rows : u.rows;
-  const int r1 = r0 + sp.chunk_rows < region_end ? r0 + sp.chunk_rows : region_end;
+  const int r1 = r0 + (c1 - c0) * sp.chunk_rows < region_end ? r0 + (c1 - c0) * sp.chunk_rows : region_end;
   if (r0 >= r1) return;
   run_rows(*u.first, X, r0, r1);
   if (u.second) run_rows(*u.second, X, r0, r1);
@@ -109,16 +129,15 @@ void group_worker(void* ctx, int thread, int n_threads) {
     const unit& u = t.units[i];
     const split sp = split_rows(u.rows, n_threads);
     if (!t.counters) {
-      for (int c = 0; c < sp.chunks; ++c) run_chunk(u, t.X, sp, thread, c);
+      run_chunks(u, t.X, sp, thread, 0, sp.chunks);
       continue;
     }
-    // Our own region first, then what the others have not started yet.
+    // Our own region first, then what the others have not claimed yet.
     for (int j = 0; j < n_threads; ++j) {
       const int region = (thread + j) % n_threads;
-      std::atomic<int>& next = t.counters[i * n_threads + region].next;
-      for (int c = next.fetch_add(1, std::memory_order_relaxed); c < sp.chunks;
-           c = next.fetch_add(1, std::memory_order_relaxed))
-        run_chunk(u, t.X, sp, region, c);
+      std::atomic<uint64_t>& range = t.counters[i * n_threads + region].range;
+      int c0, c1;
+      while (claim_chunks(range, j == 0, &c0, &c1)) run_chunks(u, t.X, sp, region, c0, c1);
     }
   }
 }
@@ -139,7 +158,10 @@ void run_group(ml_pool* pool, group_task* t) {
   region_counter counters[kMaxUnits * kMaxStealThreads];  // 16 KB of stack, only the used ones zeroed
   t->counters = nullptr;
   if (n_threads <= kMaxStealThreads) {
-    for (int i = 0; i < t->n_units * n_threads; ++i) counters[i].next.store(0, std::memory_order_relaxed);
+    for (int i = 0; i < t->n_units; ++i) {
+      const uint64_t chunks = (uint64_t)split_rows(t->units[i].rows, n_threads).chunks;
+      for (int r = 0; r < n_threads; ++r) counters[i * n_threads + r].range.store(chunks << 32, std::memory_order_relaxed);
+    }
     t->counters = counters;
   }
   ml_pool_run(pool, group_worker, t);
