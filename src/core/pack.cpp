@@ -16,42 +16,61 @@ bool ml_pack_sizes(int type, int rows, int cols, bool scales_f16, const ml_pack_
          ml_mul3(padded_rows, nb, scale_bytes, d_bytes);
 }
 
+namespace {
+
+uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Adds o to each byte of w, modulo 256 per byte (no carry between bytes).
+uint32_t add_bytes(uint32_t w, uint8_t o) {
+  const uint32_t ob = 0x01010101u * o;
+  return ((w & 0x7F7F7F7Fu) + (ob & 0x7F7F7F7Fu)) ^ ((w ^ ob) & 0x80808080u);
+}
+
+}  // namespace
+
+// A step is 4 consecutive bytes of one row, so it is packed as one 32-bit word: byte j of the
+// word (little-endian, as on every target we build) is byte j of the step.
 void ml_pack_matrix(ml_qtensor* W, const ml_pack_params* p, void* pq_out, void* pd_out) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the packed layout is written as little-endian words");
   const int G = p->g;
-  const int nb = W->cols / ML_QK;
+  const size_t nb = (size_t)W->cols / ML_QK;
   const int groups = (W->rows + G - 1) / G;
   const bool q4 = W->type == ML_DT_Q4;
   const int steps = q4 ? 4 : 8;
+  const size_t row_bytes = nb * (q4 ? 16 : 32);
   const bool d16 = p->d16 && W->d_f16;
+  const uint32_t flip = q4 ? p->q4_step_xor : p->q8_step_xor;
+  // A padding row's step: value 0 (a Q4 nibble 8, a Q8 byte 0 plus the offset).
+  const uint32_t pad = 0x01010101u * (q4 ? (uint8_t)(0x88 ^ p->q4_xor) : (uint8_t)p->q8_offset) ^ flip;
+  const uint32_t q4_mask = 0x01010101u * (uint8_t)p->q4_xor;
+  const uint8_t* src = static_cast<const uint8_t*>(W->q);
   uint8_t* pq = static_cast<uint8_t*>(pq_out);
   for (int g = 0; g < groups; ++g) {
-    for (int b = 0; b < nb; ++b) {
+    const int live = W->rows - g * G < G ? W->rows - g * G : G;  // rows of the group that exist
+    const uint8_t* rows = src + (size_t)g * G * row_bytes;
+    for (size_t b = 0; b < nb; ++b) {
       for (int s = 0; s < steps; ++s) {
-        uint8_t* step = pq + (((size_t)g * nb + b) * steps + s) * 4 * G;
-        for (int i = 0; i < G; ++i) {
-          const int row = g * G + i;
-          for (int j = 0; j < 4; ++j) {
-            uint8_t v;
-            const uint8_t flip = (uint8_t)((q4 ? p->q4_step_xor : p->q8_step_xor) >> (8 * j));
-            if (row >= W->rows) {
-              v = q4 ? (uint8_t)(0x88 ^ p->q4_xor) : (uint8_t)p->q8_offset;  // value 0 (q4: nibble 8 = 0)
-            } else if (q4) {
-              v = static_cast<const uint8_t*>(W->q)[(size_t)row * W->cols / 2 + (size_t)b * 16 + 4 * s + j] ^ (uint8_t)p->q4_xor;
-            } else {
-              v = (uint8_t)(static_cast<const int8_t*>(W->q)[(size_t)row * W->cols + (size_t)b * 32 + 4 * s + j] + p->q8_offset);
-            }
-            step[4 * i + j] = v ^ flip;
-          }
+        uint8_t* step = pq + ((g * nb + b) * steps + s) * 4 * G;
+        const size_t at = b * (q4 ? 16 : 32) + 4 * (size_t)s;
+        for (int i = 0; i < live; ++i) {
+          const uint32_t w = load32(rows + i * row_bytes + at);
+          const uint32_t v = (q4 ? w ^ q4_mask : add_bytes(w, (uint8_t)p->q8_offset)) ^ flip;
+          std::memcpy(step + 4 * i, &v, 4);
         }
+        for (int i = live; i < G; ++i) std::memcpy(step + 4 * i, &pad, 4);
       }
+      const size_t at = (g * nb + b) * G;
       for (int i = 0; i < G; ++i) {
-        const int row = g * G + i;
-        const size_t at = ((size_t)g * nb + b) * G + i;
-        const size_t src = (size_t)row * nb + b;
+        const size_t row = (size_t)g * G + i;
+        const size_t from = row * nb + b;
         if (d16) {
-          static_cast<uint16_t*>(pd_out)[at] = row < W->rows ? static_cast<const uint16_t*>(W->d)[src] : 0;
+          static_cast<uint16_t*>(pd_out)[at + i] = i < live ? static_cast<const uint16_t*>(W->d)[from] : 0;
         } else {
-          static_cast<float*>(pd_out)[at] = row < W->rows ? ml_qtensor_scale(W, src) : 0.0f;
+          static_cast<float*>(pd_out)[at + i] = i < live ? ml_qtensor_scale(W, from) : 0.0f;
         }
       }
     }

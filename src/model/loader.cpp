@@ -94,6 +94,23 @@ ml_status check_scales(const char* name, const ml_mlb_tensor& t, const uint8_t* 
   return ML_OK;
 }
 
+// The index of the first byte 0x80 (a Q8 quant of -128) in q[0, n), or n. Eight bytes at a time
+// (a byte of x ^ 0x80.. is zero exactly where x has 0x80), the model's every Q8 quant being read
+// at each load.
+uint64_t first_q8_min(const uint8_t* q, uint64_t n) {
+  constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    std::memcpy(&x, q + i, 8);
+    x ^= highs;
+    if ((x - ones) & ~x & highs) break;  // some byte is zero: find it below
+  }
+  for (; i < n; ++i)
+    if (q[i] == 0x80) return i;
+  return n;
+}
+
 // Binds a weight matrix of its own type (Q8 or Q4) and checks its quants: a Q8 quant of -128 is
 // outside the format.
 ml_status bind_matrix(const ml_model* m, binder* b, const char* name, uint32_t rows, uint32_t cols, ml_qtensor* out,
@@ -112,11 +129,10 @@ ml_status bind_matrix(const ml_model* m, binder* b, const char* name, uint32_t r
   out->d_f16 = t.scale_type == ML_SCALE_F16;
   ML_TRY(check_scales(name, t, m->mlb.base + t.scale_offset, err));
   if (t.type == ML_DT_Q8) {
-    const int8_t* q = static_cast<const int8_t*>(out->q);
-    for (uint64_t i = 0; i < t.data_size; ++i)
-      if (q[i] == -128)
-        return ml_fail(err, ML_E_FORMAT, "tensor %s: Q8 quant -128 at index %llu (quants must be in [-127, 127])", name,
-                       (unsigned long long)i);
+    const uint64_t i = first_q8_min(static_cast<const uint8_t*>(out->q), t.data_size);
+    if (i < t.data_size)
+      return ml_fail(err, ML_E_FORMAT, "tensor %s: Q8 quant -128 at index %llu (quants must be in [-127, 127])", name,
+                     (unsigned long long)i);
     // The scan faulted the whole matrix in; drop its pages again (they stay in the page cache),
     // so loading does not make the whole model resident at once: packing then holds about the
     // packed model plus one matrix, and --no-pack or a pack-cache hit fault pages in as they run.

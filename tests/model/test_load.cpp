@@ -113,6 +113,14 @@ TEST_CASE("load: a Q8 quant of -128", "[load]") {
   const size_t e = entry(b, "blk.1.ffn_up");
   b[get64(b, e + 64) + 17] = 0x80;
   expect_fail(b, ML_E_FORMAT, "blk.1.ffn_up: Q8 quant -128 at index 17");
+  // The scan reads 8 bytes at a time: the first quant, the first of two in one word, the last.
+  const uint64_t size = get64(b, e + 72);
+  for (const uint64_t at : {(uint64_t)0, (uint64_t)42, size - 1}) {
+    b = valid();
+    b[get64(b, e + 64) + at] = 0x80;
+    if (at == 42) b[get64(b, e + 64) + 45] = 0x80;
+    expect_fail(b, ML_E_FORMAT, "blk.1.ffn_up: Q8 quant -128 at index " + std::to_string(at) + " ");
+  }
 }
 
 TEST_CASE("load: vocab below 3", "[load]") {
