@@ -160,7 +160,8 @@ void run_group(ml_pool* pool, group_task* t) {
   if (n_threads <= kMaxStealThreads) {
     for (int i = 0; i < t->n_units; ++i) {
       const uint64_t chunks = (uint64_t)split_rows(t->units[i].rows, n_threads).chunks;
-      for (int r = 0; r < n_threads; ++r) counters[i * n_threads + r].range.store(chunks << 32, std::memory_order_relaxed);
+      for (int r = 0; r < n_threads; ++r)
+        counters[i * n_threads + r].range.store(chunks << 32, std::memory_order_relaxed);  // [0, chunks)
     }
     t->counters = counters;
   }

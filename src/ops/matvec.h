@@ -32,8 +32,9 @@ struct ml_gate_job {
 // matrix). Each thread owns an equal run of each matrix's rows, cut into chunks; it computes
 // half of what is left of its run at a time, front to back, and a thread that finishes its own
 // runs early takes single chunks from the back of the others', so a slower core does not hold
-// the rest back and each thread's weights stream in long runs. Each row is computed by the same kernel whichever thread
-// takes it, so the results equal one ml_op_matmul per job, and any thread count's, bit for bit.
+// the rest back and each thread's weights stream in long runs. Each row is computed by the same
+// kernel whichever thread takes it, so the results equal one ml_op_matmul per job, and any thread
+// count's, bit for bit.
 void ml_op_matmul_group(ml_pool* pool, const ml_matmul_job* jobs, int n_jobs, const ml_qbatch* X);
 
 // The gated up-projection of a SwiGLU/GeGLU FFN in one pass of the pool: U = W_up X, then
