@@ -121,6 +121,7 @@ int bench_model(const model_opts& o) {
   mp.ctx = o.prefill + o.decode;  // at most INT32_MAX (ml_main); the model refuses more than its max_seq
   mp.no_pack = o.no_pack;
   mp.pack_cache = o.pack_cache;
+  mp.n_threads = o.threads;
   ml_exec_params ep{};
   ep.n_threads = o.threads;
   ep.batch = o.batch;

@@ -151,6 +151,7 @@ int ml_main(int argc, char** argv) {
   mp.ctx = o.ctx;
   mp.no_pack = o.no_pack;
   mp.pack_cache = o.pack_cache;
+  mp.n_threads = o.threads;
   ml::cli::handles h;
   ml_error err;
   if (ml_model_open(&h.model, o.model.c_str(), &mp, &err) != ML_OK) {

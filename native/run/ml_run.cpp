@@ -168,6 +168,7 @@ int ml_main(int argc, char** argv) {
   mp.ctx = o.ctx;
   mp.no_pack = o.no_pack;
   mp.pack_cache = o.pack_cache;
+  mp.n_threads = o.threads;
   ml_exec_params ep{};
   ep.n_threads = o.threads;
   ep.batch = o.batch;

@@ -63,14 +63,17 @@ void ml_pack_matrix(ml_qtensor* W, const ml_pack_params* p, void* pq_out, void* 
         }
         for (int i = live; i < G; ++i) std::memcpy(step + 4 * i, &pad, 4);
       }
-      const size_t at = (g * nb + b) * G;
+      // Scales through memcpy: pd need not be aligned to its element (the tests misalign it), and
+      // ARMv7's float stores fault on an unaligned address.
+      uint8_t* scales = static_cast<uint8_t*>(pd_out) + (g * nb + b) * G * (d16 ? 2 : 4);
       for (int i = 0; i < G; ++i) {
-        const size_t row = (size_t)g * G + i;
-        const size_t from = row * nb + b;
+        const size_t from = ((size_t)g * G + i) * nb + b;
         if (d16) {
-          static_cast<uint16_t*>(pd_out)[at + i] = i < live ? static_cast<const uint16_t*>(W->d)[from] : 0;
+          const uint16_t h = i < live ? static_cast<const uint16_t*>(W->d)[from] : 0;
+          std::memcpy(scales + 2 * i, &h, 2);
         } else {
-          static_cast<float*>(pd_out)[at + i] = i < live ? ml_qtensor_scale(W, from) : 0.0f;
+          const float f = i < live ? ml_qtensor_scale(W, from) : 0.0f;
+          std::memcpy(scales + 4 * i, &f, 4);
         }
       }
     }

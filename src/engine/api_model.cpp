@@ -25,6 +25,7 @@ ml_status open_finish(ml_model* m, ml_status loaded, const char* path, const ml_
   o.ctx = p->ctx;
   o.pack = !p->no_pack;
   o.tokenizer_path = p->tokenizer_path;
+  o.n_threads = p->n_threads;
   char cache[4096];
   const ml_pack_params pp = ml_op_pack_params();
   if (p->pack_cache && path && pp.g > 0) {

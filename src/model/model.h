@@ -110,6 +110,7 @@ struct ml_model_options {
   bool pack = true;                     // pack the weights when the build has packed kernels
   const char* pack_cache = nullptr;     // path of the pack cache to map or write; null: none
   const char* tokenizer_path = nullptr; // a llama2.c tokenizer.bin replacing the model's own
+  int n_threads = 1;                    // threads that pack the weights (a pool for the load only)
 };
 
 // Builds the RoPE tables, packs the weights and loads the tokenizer. ML_E_ARG for a bad ctx.

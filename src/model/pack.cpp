@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <initializer_list>
 
 #include <fcntl.h>
@@ -119,33 +120,46 @@ uint64_t model_layout_hash(const ml_model* m) {
 }
 
 // The body's hash: XXH64 of the little-endian XXH3-64 digests of its consecutive 1 MiB chunks
-// (the last one shorter). Chunks let the packer hash each part right after writing it, while it
-// is still in the CPU's cache: about 3% of the packing time instead of 10% for a second pass
-// over memory (docs/reliability.md, "The pack cache").
+// (the last one shorter). The chunks' digests are independent, so the pool's threads compute
+// them; the caller combines them in order.
 constexpr size_t BODY_CHUNK = (size_t)1 << 20;
 
-struct body_hasher {
-  ml_xxh64_state s;
-  size_t done = 0;
-  body_hasher() { ml_xxh64_init(&s); }
-  void chunk(const uint8_t* p, size_t n) {
-    uint8_t d[8];
-    put64(d, ml_xxh3_64(p, n));
-    ml_xxh64_update(&s, d, 8);
-    done += n;
-  }
-  // Hashes every whole chunk of [0, end).
-  void upto(const uint8_t* base, size_t end) {
-    while (done + BODY_CHUNK <= end) chunk(base + done, BODY_CHUNK);
-  }
-  uint64_t finish(const uint8_t* base, size_t total) {
-    upto(base, total);
-    if (done < total) chunk(base + done, total - done);
-    return ml_xxh64_digest(&s);
-  }
+struct digest_task {
+  const uint8_t* p;
+  size_t n, chunks;
+  uint64_t* digests;
+  std::atomic<size_t> next{0};
 };
 
-uint64_t body_hash(const uint8_t* p, size_t n) { return body_hasher().finish(p, n); }
+void digest_worker(void* ctx, int, int) {
+  digest_task& t = *static_cast<digest_task*>(ctx);
+  for (size_t c = t.next.fetch_add(1); c < t.chunks; c = t.next.fetch_add(1)) {
+    const size_t at = c * BODY_CHUNK, len = t.n - at < BODY_CHUNK ? t.n - at : BODY_CHUNK;
+    t.digests[c] = ml_xxh3_64(t.p + at, len);
+  }
+}
+
+// False only when the digests' array cannot be allocated.
+bool body_hash(ml_pool* pool, const uint8_t* p, size_t n, uint64_t* out) {
+  digest_task t;
+  t.p = p;
+  t.n = n;
+  t.chunks = (n + BODY_CHUNK - 1) / BODY_CHUNK;
+  t.digests = static_cast<uint64_t*>(std::malloc((t.chunks ? t.chunks : 1) * sizeof(uint64_t)));
+  if (!t.digests) return false;
+  ml_pool_run(pool, digest_worker, &t);
+  ml_xxh64_state s;
+  ml_xxh64_init(&s);
+  for (size_t c = 0; c < t.chunks; ++c) {
+    uint8_t d[8];
+    put64(d, t.digests[c]);
+    ml_xxh64_update(&s, d, 8);
+  }
+  std::free(t.digests);
+  *out = ml_xxh64_digest(&s);
+  return true;
+}
+
 
 // The header this run expects, with body_hash in its place.
 void cache_header(const ml_model* m, const ml_pack_params* p, size_t bytes, uint64_t body_hash, uint8_t* h) {
@@ -196,7 +210,7 @@ int cache_kind(const char* path) {
 
 // Maps a matching cache; false (and nothing mapped, *why saying what differed) when it is
 // missing, stale or damaged.
-bool map_cache(ml_model* m, const ml_pack_params* p, const char* path, size_t bytes, const char** why) {
+bool map_cache(ml_model* m, const ml_pack_params* p, ml_pool* pool, const char* path, size_t bytes, const char** why) {
   const int kind = cache_kind(path);
   if (kind <= 0) {
     *why = kind == 0 ? "missing" : "not a regular file";
@@ -219,7 +233,8 @@ bool map_cache(ml_model* m, const ml_pack_params* p, const char* path, size_t by
   if (ok) {
     uint64_t stored = 0;
     for (int i = 7; i >= 0; --i) stored = stored << 8 | f.data[CACHE_BODY_HASH_AT + i];
-    ok = body_hash(f.data + CACHE_HEADER, bytes) == stored;
+    uint64_t got = 0;
+    ok = body_hash(pool, f.data + CACHE_HEADER, bytes, &got) && got == stored;
     if (!ok) *why = "body hash";
   }
   if (!ok) {
@@ -257,62 +272,104 @@ void ml_pack_cache_path(const char* model_path, int g, char* out, size_t cap) {
   std::snprintf(out, cap, "%s.pk%d", model_path, g);
 }
 
-ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pack_info* info,
-                        ml_error* err) {
-  *info = ml_pack_info{};
-  bool any = false;
-  for_each_matrix(m, p, [&](ml_qtensor*) { any = true; });
-  if (!any) return ML_OK;
-  // Lay out every matrix, then either map the cache or pack into fresh memory.
-  size_t total = 0;
-  bool overflow = false;
-  for_each_matrix(m, p, [&](ml_qtensor* W) {
-    layout lay;
-    if (!matrix_layout(m, W, p, total, &lay)) overflow = true;
-    else total = lay.end;
-  });
-  if (overflow) return ml_fail(err, ML_E_NOMEM, "packing: the packed matrices' size overflows the address space");
+namespace {
 
-  const uint8_t* base = nullptr;
-  if (cache_path && map_cache(m, p, cache_path, total, &info->cache_miss)) {
-    base = m->pack_file.data + CACHE_HEADER;
+// One matrix to pack: where its packed arrays go, and where the previous one's ended (the
+// alignment gap from there is zeroed, so the cache's bytes and hash are deterministic).
+struct pack_job {
+  ml_qtensor* W;
+  layout lay;
+  size_t gap_from;
+};
+
+struct pack_task {
+  ml_model* m;
+  const ml_pack_params* p;
+  uint8_t* mem;
+  pack_job* jobs;
+  int n;
+  std::atomic<int> next{0};
+};
+
+// Threads take whole matrices in order; each packs its matrix in chunks and releases the
+// original's pages as it goes, so at most one chunk per thread is resident twice.
+void pack_worker(void* ctx, int, int) {
+  pack_task& t = *static_cast<pack_task*>(ctx);
+  for (int i = t.next.fetch_add(1); i < t.n; i = t.next.fetch_add(1)) {
+    const pack_job& j = t.jobs[i];
+    size_t qb, db;
+    ml_pack_sizes(j.W->type, j.W->rows, j.W->cols, j.W->d_f16, t.p, &qb, &db);
+    std::memset(t.mem + j.gap_from, 0, j.lay.q_off - j.gap_from);
+    std::memset(t.mem + j.lay.q_off + qb, 0, j.lay.d_off - (j.lay.q_off + qb));
+    pack_in_chunks(t.m, j.W, t.p, t.mem + j.lay.q_off, t.mem + j.lay.d_off);
+    release_original(t.m, j.W);
+  }
+}
+
+// Maps a matching cache over the laid-out matrices, or packs them on the pool (and writes the
+// cache when one was asked for).
+ml_status pack_all(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pool* pool, pack_job* jobs,
+                   int n, size_t total, ml_pack_info* info, ml_error* err) {
+  if (cache_path && map_cache(m, p, pool, cache_path, total, &info->cache_miss)) {
+    const uint8_t* base = m->pack_file.data + CACHE_HEADER;
+    for (int i = 0; i < n; ++i) {
+      ml_qtensor* W = jobs[i].W;
+      W->pq = base + jobs[i].lay.q_off;
+      W->pd = base + jobs[i].lay.d_off;
+      W->pd_f16 = p->d16 && W->d_f16;
+      release_original(m, W);
+    }
     info->from_cache = true;
   } else {
     size_t cap;
     if (!ml_align_up(total, 64, &cap)) return ml_fail(err, ML_E_NOMEM, "packing: %zu bytes overflow", total);
     m->packed_mem = ml_aligned_alloc_huge(cap == 0 ? 64 : cap);
     if (!m->packed_mem) return ml_fail(err, ML_E_NOMEM, "packing: cannot allocate %zu bytes", total);
-    base = static_cast<const uint8_t*>(m->packed_mem);
+    pack_task t;
+    t.m = m;
+    t.p = p;
+    t.mem = static_cast<uint8_t*>(m->packed_mem);
+    t.jobs = jobs;
+    t.n = n;
+    ml_pool_run(pool, pack_worker, &t);
   }
-  size_t at = 0;
-  body_hasher hasher;  // only when a cache is to be written
-  const bool hash = cache_path && !info->from_cache;
-  for_each_matrix(m, p, [&](ml_qtensor* W) {
-    layout lay;
-    matrix_layout(m, W, p, at, &lay);
-    if (info->from_cache) {
-      W->pq = base + lay.q_off;
-      W->pd = base + lay.d_off;
-      W->pd_f16 = p->d16 && W->d_f16;
-    } else {
-      uint8_t* mem = static_cast<uint8_t*>(m->packed_mem);
-      // Alignment gaps are zeroed so the cache's bytes (and its hash) are deterministic.
-      size_t qb, db;
-      ml_pack_sizes(W->type, W->rows, W->cols, W->d_f16, p, &qb, &db);
-      std::memset(mem + at, 0, lay.q_off - at);
-      std::memset(mem + lay.q_off + qb, 0, lay.d_off - (lay.q_off + qb));
-      pack_in_chunks(m, W, p, mem + lay.q_off, mem + lay.d_off);
-      if (hash) hasher.upto(mem, lay.end);  // bytes below lay.end are final
-    }
-    release_original(m, W);
-    at = lay.end;
-  });
   info->packed = true;
   info->g = p->g;
   info->bytes = total;
   if (cache_path && !info->from_cache) {
     const uint8_t* mem = static_cast<const uint8_t*>(m->packed_mem);
-    info->cache_written = write_cache(m, p, cache_path, mem, total, hasher.finish(mem, total));
+    uint64_t hash;
+    info->cache_written = body_hash(pool, mem, total, &hash) && write_cache(m, p, cache_path, mem, total, hash);
   }
   return ML_OK;
+}
+
+}  // namespace
+
+ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pool* pool,
+                        ml_pack_info* info, ml_error* err) {
+  *info = ml_pack_info{};
+  int n = 0;
+  for_each_matrix(m, p, [&](ml_qtensor*) { ++n; });
+  if (n == 0) return ML_OK;
+  // Lay out every matrix, then either map the cache or pack into fresh memory.
+  pack_job* jobs = static_cast<pack_job*>(std::malloc((size_t)n * sizeof(pack_job)));
+  if (!jobs) return ml_fail(err, ML_E_NOMEM, "packing: cannot allocate the list of %d matrices", n);
+  size_t total = 0;
+  bool overflow = false;
+  int i = 0;
+  for_each_matrix(m, p, [&](ml_qtensor* W) {
+    pack_job& j = jobs[i++];
+    j.W = W;
+    j.gap_from = total;
+    if (!matrix_layout(m, W, p, total, &j.lay)) overflow = true;
+    else total = j.lay.end;
+  });
+  if (overflow) {
+    std::free(jobs);
+    return ml_fail(err, ML_E_NOMEM, "packing: the packed matrices' size overflows the address space");
+  }
+  const ml_status s = pack_all(m, p, cache_path, pool, jobs, n, total, info, err);
+  std::free(jobs);
+  return s;
 }

@@ -1,12 +1,14 @@
 // Packing a loaded model's weight matrices into the build's row-interleaved layout (core/pack.h),
 // and the pack cache that saves the packed arrays next to the model for later runs.
-// Every matrix but the embedding is packed (a tied classifier gets its own packed copy). Matrices
-// are packed one at a time and each original's mapped pages are released as soon as its copy is
-// written, so resident memory stays near the model's size plus one matrix.
+// Every matrix but the embedding is packed (a tied classifier gets its own packed copy). Each
+// thread packs one matrix at a time, in chunks, and releases the original's mapped pages as soon
+// as each chunk's copy is written, so resident memory stays near the model's size plus a chunk
+// (about 4 MB) per thread.
 #pragma once
 #include <cstddef>
 
 #include "core/pack.h"
+#include "core/threads.h"
 #include "core/status.h"
 #include "model/model.h"
 
@@ -26,9 +28,10 @@ struct ml_pack_info {
 // inode, mtime and ctime, and XXH64 of its header and tensor directory) and its body's XXH3-64
 // equals the header's (docs/format.md, "The pack cache"). Something at cache_path that is not a
 // regular file is never opened for reading nor replaced. A cache that cannot be written is not
-// an error: the model still runs, packed in memory.
-ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pack_info* info,
-                        ml_error* err);
+// an error: the model still runs, packed in memory. pool (null: the caller alone) packs whole
+// matrices in parallel and hashes a cache's body; the bytes are the same for any thread count.
+ml_status ml_model_pack(ml_model* m, const ml_pack_params* p, const char* cache_path, ml_pool* pool,
+                        ml_pack_info* info, ml_error* err);
 
 // The cache file the engine uses for a model: MODEL.pk<G>.
 void ml_pack_cache_path(const char* model_path, int g, char* out, size_t cap);

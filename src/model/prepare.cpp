@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/checked.h"
+#include "core/threads.h"
 #include "model/limits.h"
 #include "model/model.h"
 #include "model/pack.h"
@@ -101,7 +102,11 @@ ml_status ml_model_prepare(ml_model* m, const ml_model_options* o, ml_error* err
   if (o->pack) {
     const ml_pack_params pp = ml_op_pack_params();
     ml_pack_info info;
-    ML_TRY(ml_model_pack(m, &pp, pp.g > 0 ? o->pack_cache : nullptr, &info, err));
+    ml_pool* pool = nullptr;
+    if (o->n_threads > 1 && ml_pool_threads_built() && pp.g > 0) ML_TRY(ml_pool_create(&pool, o->n_threads, err));
+    const ml_status s = ml_model_pack(m, &pp, pp.g > 0 ? o->pack_cache : nullptr, pool, &info, err);
+    ml_pool_destroy(pool);
+    ML_TRY(s);
     m->packed = info.packed;
     m->pack_from_cache = info.from_cache;
     m->pack_cache_written = info.cache_written;

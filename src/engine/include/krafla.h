@@ -52,6 +52,7 @@ typedef struct ml_model_params {
   int ctx;                    /* the longest context of any session; 0 = the model's max_seq, at most 4096 */
   int no_pack;                /* keep the row-major layout even when the build has packed kernels */
   int pack_cache;             /* map (or write) MODEL.pk<G> instead of packing at every load */
+  int n_threads;              /* threads that pack the weights while loading; 0 or 1 = the caller alone */
 } ml_model_params;
 
 typedef struct ml_model_info {
