@@ -5,16 +5,11 @@
 // and a flipped body byte makes it a miss.
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 
 #include "api_fixture.h"
+#include "test_util.h"
 
 namespace {
-
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
 
 // The offset of the first byte where a and b differ (the shorter one's size if one is a prefix),
 // or -1 when they are equal: a failure names one offset instead of printing megabytes.
@@ -55,14 +50,14 @@ TEST_CASE("pack: 3 threads pack the same bytes as 1, and verify a cache on the p
     }
     const std::string cache = path + ".pk" + std::to_string(one.pack_g);
     REQUIRE(one.pack_cache_written == 1);
-    const std::vector<char> by_one = read_file(cache);
+    const std::vector<char> by_one = ml_test_read<std::vector<char>>(cache);
     REQUIRE(by_one.size() > 512 + ((size_t)1 << 20));
 
     REQUIRE(std::remove(cache.c_str()) == 0);
     const ml_model_info three = open_packed(path, 3);
     CHECK(three.pack_from_cache == 0);
     REQUIRE(three.pack_cache_written == 1);
-    CHECK(first_difference(read_file(cache), by_one) == -1);
+    CHECK(first_difference(ml_test_read<std::vector<char>>(cache), by_one) == -1);
 
     CHECK(open_packed(path, 3).pack_from_cache == 1);  // the body hash, computed on 3 threads, matches
 
@@ -75,6 +70,6 @@ TEST_CASE("pack: 3 threads pack the same bytes as 1, and verify a cache on the p
     const ml_model_info miss = open_packed(path, 3);
     CHECK(miss.pack_from_cache == 0);  // the flipped byte fails the hash: packed again, rewritten
     CHECK(miss.pack_cache_written == 1);
-    CHECK(first_difference(read_file(cache), by_one) == -1);
+    CHECK(first_difference(ml_test_read<std::vector<char>>(cache), by_one) == -1);
   }
 }
