@@ -11,7 +11,9 @@ timed assertion: no figure is compared with a speed.
      worked out by hand here (Q8_0: 34 bytes per 32 weights, Q4_0: 18; f32 norms; the output
      matrix is separate, so the embedding table is left out); so do the KV cache bytes (tiny, f16
      and f32) and a Qwen3.5-shaped header's KV and recurrent-state bytes (written here); the table's
-     KV + state column and its % of the probe with them agree with those bytes.
+     KV + state column and its % of the probe with them agree with those bytes; the last column is
+     each engine's decode GB/s over the probe figure printed beside it (the mean of those taken just
+     before and after its run), and the header counts 2 runs.
   3. The foreign-load measure: a sleeping child with a CPU-bound process of this test running beside
      it is measured with at least 0.5 foreign CPUs; a CPU-bound child's own time is counted as its
      own (at least 0.9 of the 1 s it burns), not foreign. The guard reruns a rejected run at most
@@ -68,7 +70,7 @@ def check_table(text, failures):
         failures.append(f"expected one table row for tiny-q8 -t 1, got {len(rows)}:\n{text}")
         return
     c = [x.strip() for x in rows[0].strip().strip("|").split("|")]
-    # model -t MB kp(best/med) lp ratio kd ld ratio kgb(%) lgb(%)
+    # model -t MB kp(best/med) lp ratio kd ld ratio kgb(%) lgb(%) cacheMB with-cache beside
     mb = num(c[2])
     kp, lp, kd, ld = (best_median(c[i]) for i in (3, 4, 6, 7))
     for name, v in (("krafla prefill", kp), ("llama.cpp prefill", lp), ("krafla decode", kd), ("llama.cpp decode", ld)):
@@ -103,10 +105,22 @@ def check_table(text, failures):
             want = 100 * (mb + cache_mb) * best / 1000 / probe1
             if not abs(pct - want) <= 1 + 0.03 * want:
                 failures.append(f"{name} {pct}% with KV is not ({mb} + {cache_mb}) MB x {best} tok/s / {probe1} GB/s")
+    g = re.match(r"(\d+)% / (\d+)% \(([\d.]+) / ([\d.]+) GB/s\)$", c[13])
+    if not g:
+        failures.append(f"the probes-around-the-run cell '{c[13]}' is not 'N% / N% (GB/s / GB/s)'")
+    else:  # one round: each engine's decode over the mean of the probes before and after its run
+        for name, pct, probe, best in (("krafla", float(g.group(1)), float(g.group(3)), kd[0]),
+                                       ("llama.cpp", float(g.group(2)), float(g.group(4)), ld[0])):
+            want = 100 * tiny_bytes(34) * best / 1e9 / probe  # the exact bytes: the MB column is rounded
+            if probe <= 0 or not abs(pct - want) <= 0.6 + 0.004 * want:  # % to 1, probe to 0.1 GB/s
+                failures.append(f"{name} {pct}% against the probes around its run is not {mb} MB x {best} tok/s / {probe} GB/s")
     m = re.search(r"Foreign load: (\d+) timed runs; (\d+) rejected .*?; (\d+) kept", text)
-    if not m or int(m.group(1)) < 3 or int(m.group(1)) != 3 + int(m.group(2)):
-        failures.append("the foreign-load line does not count 3 runs (probe, krafla, llama.cpp) plus the reruns: "
-                        + (m.group(0) if m else "missing"))
+    if not m or int(m.group(1)) < 6 or int(m.group(1)) != 6 + int(m.group(2)):
+        failures.append("the foreign-load line does not count 6 runs (the round's probe, the probes before, between "
+                        "and after the engines' runs, krafla, llama.cpp) plus the reruns: " + (m.group(0) if m else "missing"))
+    m = re.search(r"differed by more than 10% around (\d+) of the (\d+) runs", text)
+    if not m or int(m.group(2)) != 2 or int(m.group(1)) > 2:
+        failures.append("the header does not count the 2 runs whose probes moved: " + (m.group(0) if m else "missing"))
 
 
 def check_chart(path, failures):
