@@ -1,7 +1,8 @@
 // The avx512vnni ISA (avx2 + AVX-512 F/BW/VL/VNNI, kernels/isa.cmake). Parent: avx2; it skips
 // avxvnni on purpose (Ice Lake and Cascade Lake lack the VEX-encoded AVX-VNNI). 512-bit vpdpbusd
 // takes two 32-blocks per instruction, and byte-masked loads remove the scalar tails, so this ISA
-// implements the matvecs, the attention kernels and quantize_q8; the other float ops stay avx2's.
+// implements the matvecs, the attention kernels, quantize_q8 and silu_mul; the other float ops stay
+// avx2's.
 #pragma once
 #ifndef ML_ENABLE_AVX512VNNI
 #error "kernels/avx512vnni/avx512vnni.h included but ML_ENABLE_AVX512VNNI is not set (kernels/isa.cmake)"
@@ -14,6 +15,7 @@ inline constexpr const char* isa_name = "avx512vnni";
 ML_K_BIND(matvec_q8, avx512vnni)
 ML_K_BIND(matvec_q4, avx512vnni)
 ML_K_BIND(quantize_q8, avx512vnni)
+ML_K_BIND(silu_mul, avx512vnni)
 ML_K_BIND(dot_q8, avx512vnni)
 ML_K_BIND(dot_f32, avx512vnni)
 ML_K_BIND(dot_f16, avx512vnni)
