@@ -58,7 +58,7 @@ std::string base_name(const std::string& path) {
 int load(server::server_context& c, const options& o) {
   ml_model_params mp{};
   mp.ctx = o.ctx;
-  mp.n_threads = o.threads > 0 ? o.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+  mp.n_threads = server::engine_threads(o.threads);
   ml_model* m = nullptr;
   ml_error err;
   if (ml_model_open(&m, o.model.c_str(), &mp, &err) != ML_OK) return ml::cli::report(PROG, err);

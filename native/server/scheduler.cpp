@@ -80,8 +80,7 @@ bool scheduler_impl::init(const ml_model* m, const scheduler_options& o, std::st
   st_.tok = ml_model_tokenizer(m);
   st_.info = ml_model_get_info(m);
   ml_exec_params ep{};
-  ep.n_threads = o.threads > 0 ? o.threads : (int)std::max(1u, std::thread::hardware_concurrency());
-  if (!ml_build_threads()) ep.n_threads = 1;
+  ep.n_threads = engine_threads(o.threads);
   ep.batch = o.batch;
   ml_error e;
   if (ml_exec_create(&st_.exec, m, &ep, &e) != ML_OK) return fail(e.msg);
@@ -266,6 +265,11 @@ void scheduler_impl::loop() {
 }
 
 }  // namespace
+
+int engine_threads(int requested) {
+  if (!ml_build_threads()) return 1;
+  return requested > 0 ? requested : (int)std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::unique_ptr<scheduler> scheduler::create(const ml_model* m, const scheduler_options& o, std::string* err) {
   auto s = std::make_unique<scheduler_impl>();

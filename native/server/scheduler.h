@@ -68,6 +68,11 @@ struct scheduler_options {
   int prefill_chunk = 0; // prompt tokens per step while others decode; 0 = the batch
 };
 
+// The engine threads for a requested count (scheduler_options::threads, ml_server's -t): 0 = every
+// core the system reports; 1 in a build without threads. Both the load (packing) and the executor
+// use it.
+int engine_threads(int requested);
+
 struct scheduler_metrics {
   uint64_t requests = 0, prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   int queue_depth = 0, active_slots = 0, slots = 0;

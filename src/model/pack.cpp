@@ -1,10 +1,10 @@
 #include "model/pack.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <initializer_list>
 
 #include <fcntl.h>

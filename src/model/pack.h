@@ -8,8 +8,8 @@
 #include <cstddef>
 
 #include "core/pack.h"
-#include "core/threads.h"
 #include "core/status.h"
+#include "core/threads.h"
 #include "model/model.h"
 
 struct ml_pack_info {
