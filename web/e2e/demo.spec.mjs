@@ -112,6 +112,9 @@ test(`the stop button ends a generation within a token and the next one works ($
   await generate(page, { temperature: 0, maxTokens: 1000 });
   await expect(page.locator('#output .gen')).not.toHaveText('', { timeout: 10_000 });
   await expect(page.locator('#stop')).toBeEnabled();
+  // Clicked in the steady state: around the first pieces the page is busiest (first layout, the
+  // stats line) and a loaded machine let the worker run 3 tokens ahead of the page's count there.
+  await page.waitForFunction(() => window.kraflaDemo.tokens >= 20, null, { timeout: 10_000 });
   const atClick = await page.evaluate(() => { document.querySelector('#stop').click(); return window.kraflaDemo.tokens; });
   const s = await stats(page);
   expect(s.stopReason).toBe('abort');
