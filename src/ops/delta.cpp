@@ -81,7 +81,10 @@ void split(int n, int step, int i, int nt, int* begin, int* end) {
 }
 
 // Channels [c0, c1) of every token in turn: the convolution over the K-1 stored inputs and this
-// one (taps in time order), SiLU, and the window shifted by one.
+// one (taps in time order), SiLU, and the window shifted by one. In blocks of kConvBlock channels,
+// taps outer and channels inner (vectorized); each channel's sum is still 0 + tap 0 + ... in order.
+constexpr int kConvBlock = 64;
+
 void conv_range(const delta_task& t, int c0, int c1) {
   const ml_delta_batch& b = *t.b;
   const int K = t.s->conv, ch = ml_delta_channels(t.s);
@@ -89,15 +92,20 @@ void conv_range(const delta_task& t, int c0, int c1) {
   for (int tok = 0; tok < b.n; ++tok) {
     float* __restrict x = b.qkv + (size_t)tok * b.ld_qkv;
     float* __restrict win = b.states[tok]->conv;
-    for (int c = c0; c < c1; ++c) {
-      const float* wr = wc + (size_t)c * K;
-      const float in = x[c];
-      float acc = 0.0f;
-      for (int j = 0; j < K - 1; ++j) acc += wr[j] * win[(size_t)j * ch + c];
-      acc += wr[K - 1] * in;
-      for (int j = 0; j + 1 < K - 1; ++j) win[(size_t)j * ch + c] = win[(size_t)(j + 1) * ch + c];
-      if (K > 1) win[(size_t)(K - 2) * ch + c] = in;
-      x[c] = acc;
+    for (int c = c0; c < c1; c += kConvBlock) {
+      const int n = c1 - c < kConvBlock ? c1 - c : kConvBlock;
+      const float* __restrict wr = wc + (size_t)c * K;
+      float acc[kConvBlock];
+      for (int i = 0; i < n; ++i) acc[i] = 0.0f;
+      for (int j = 0; j < K - 1; ++j) {
+        const float* __restrict wj = win + (size_t)j * ch + c;
+        for (int i = 0; i < n; ++i) acc[i] += wr[(size_t)i * K + j] * wj[i];
+      }
+      for (int i = 0; i < n; ++i) acc[i] += wr[(size_t)i * K + K - 1] * x[c + i];
+      for (int j = 0; j + 1 < K - 1; ++j)
+        std::memcpy(win + (size_t)j * ch + c, win + (size_t)(j + 1) * ch + c, (size_t)n * sizeof(float));
+      if (K > 1) std::memcpy(win + (size_t)(K - 2) * ch + c, x + c, (size_t)n * sizeof(float));
+      std::memcpy(x + c, acc, (size_t)n * sizeof(float));
     }
     silu_inplace(x + c0, c1 - c0);
   }
@@ -109,6 +117,8 @@ float inv_l2(const float* x, int n) {
   for (int i = 0; i < n; ++i) ss += x[i] * x[i];
   return 1.0f / std::sqrt(ss + ML_DELTA_L2_EPS);
 }
+
+constexpr int kPrefetchRows = 8;
 
 // Value head h of token tok: the state update, the read and the gated RMSNorm. The loops over
 // the value dimension are element-wise (vectorized at -O3 without reordering any sum).
@@ -134,9 +144,28 @@ void head_step(const delta_task& t, int tok, int h) {
   // S = decay S, mem = S^T k; S += k delta^T, o = S^T q. The decayed state is not stored between
   // the two passes: each pass forms row[j] * decay itself (the same rounding), so the first pass
   // only reads S and the state is written once per token.
+  // Four rows per sweep over j: mem[j] and o[j] are loaded and stored once for four rows' terms,
+  // which are still added one row after the other (the same sums as row by row).
   float* __restrict S = b.states[tok]->S + (size_t)h * dk * dv;
+  const size_t ahead = (size_t)(nv - h) * dk * dv;  // floats from S to the end of the token's state
   for (int j = 0; j < dv; ++j) mem[j] = 0.0f;
-  for (int i = 0; i < dk; ++i) {
+  int i = 0;
+  for (; i + 4 <= dk; i += 4) {
+    const float* __restrict r0 = S + (size_t)i * dv;
+    const float *__restrict r1 = r0 + dv, *__restrict r2 = r1 + dv, *__restrict r3 = r2 + dv;
+    const float k0 = kn[i], k1 = kn[i + 1], k2 = kn[i + 2], k3 = kn[i + 3];
+    if ((size_t)(i + kPrefetchRows + 4) * dv <= ahead)
+      for (int l = 0; l < 4 * dv; l += 16) __builtin_prefetch(r0 + (size_t)kPrefetchRows * dv + l, 0, 3);
+    for (int j = 0; j < dv; ++j) {
+      float m = mem[j];
+      m += (r0[j] * decay) * k0;
+      m += (r1[j] * decay) * k1;
+      m += (r2[j] * decay) * k2;
+      m += (r3[j] * decay) * k3;
+      mem[j] = m;
+    }
+  }
+  for (; i < dk; ++i) {
     const float* __restrict row = S + (size_t)i * dv;
     const float ki = kn[i];
     for (int j = 0; j < dv; ++j) mem[j] += (row[j] * decay) * ki;
@@ -145,7 +174,28 @@ void head_step(const delta_task& t, int tok, int h) {
     mem[j] = (v[j] - mem[j]) * beta;  // delta
     o[j] = 0.0f;
   }
-  for (int i = 0; i < dk; ++i) {
+  for (i = 0; i + 4 <= dk; i += 4) {
+    float* __restrict r0 = S + (size_t)i * dv;
+    float *__restrict r1 = r0 + dv, *__restrict r2 = r1 + dv, *__restrict r3 = r2 + dv;
+    const float k0 = kn[i], k1 = kn[i + 1], k2 = kn[i + 2], k3 = kn[i + 3];
+    const float q0 = qn[i], q1 = qn[i + 1], q2 = qn[i + 2], q3 = qn[i + 3];
+    for (int j = 0; j < dv; ++j) {
+      const float d = mem[j];
+      const float s0 = r0[j] * decay + k0 * d, s1 = r1[j] * decay + k1 * d;
+      const float s2 = r2[j] * decay + k2 * d, s3 = r3[j] * decay + k3 * d;
+      r0[j] = s0;
+      r1[j] = s1;
+      r2[j] = s2;
+      r3[j] = s3;
+      float acc = o[j];
+      acc += s0 * q0;
+      acc += s1 * q1;
+      acc += s2 * q2;
+      acc += s3 * q3;
+      o[j] = acc;
+    }
+  }
+  for (; i < dk; ++i) {
     float* __restrict row = S + (size_t)i * dv;
     const float ki = kn[i], qi = qn[i];
     for (int j = 0; j < dv; ++j) {
