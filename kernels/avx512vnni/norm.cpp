@@ -9,9 +9,7 @@
 #include "kernels/avx512vnni/avx512vnni.h"
 #include "kernels/x86_avx.h"
 
-namespace {
 using namespace ml::k::x86;
-}  // namespace
 
 extern "C" void ml_k_silu_mul_avx512vnni(float* g, const float* u, int n) {
   const __m512i sign = _mm512_set1_epi32(INT32_MIN);
