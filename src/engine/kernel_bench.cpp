@@ -1,6 +1,7 @@
 // The kernel benchmark behind ml_bench's table (krafla.h, ml_bench_kernels): single-thread
 // throughput of this build's bound kernels -- row-major matvec Q8/Q4 at the shapes of
-// spec/testing.txt, the packed matvec and the 128-token packed matmul next to them, quantize_q8.
+// spec/testing.txt, the packed matvec and the 128-token packed matmul next to them, quantize_q8,
+// and the sampler (sampler_bench.cpp).
 // Timings are the best of several repetitions; the machine is shared, so compare two builds by
 // running them alternately (docs/benchmarks.md).
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "core/status.h"
 #include "kernels/bind.h"
 #include "krafla.h"
+#include "sampler_bench.h"
 
 namespace {
 
@@ -208,7 +210,7 @@ ml_status ml_bench_kernels(int reps, double min_seconds, ml_kernel_bench_cb cb, 
   for (int i = 0; i < 4096; ++i) x.p[i] = frand();
   const double sec = best_seconds([&] { k::quantize_q8(q.p, d.p, x.p, 4096); }, reps, min_seconds);
   out.row("quantize_q8", k::quantize_q8_name, 1, 4096, 1, sec, 4096.0 * 4, 0);
-  return ML_OK;
+  return ml_bench_sampler(reps, min_seconds, cb, user, err);
 }
 
 }  // extern "C"

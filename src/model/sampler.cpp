@@ -14,12 +14,86 @@ namespace {
 
 constexpr uint64_t kZeroSeed = 0x9E3779B97F4A7C15ull;  // replaces seed 0 (a fixed point of xorshift)
 
+// Top-k's and top-p's probability buckets (lazy_order): 24 octaves below 1, each in 2^sub_bits
+// steps, p = 1 in bucket 0, and one bucket after them for everything smaller. Finer steps sort
+// less, coarser ones take less memory: about 2^sub_bits * 64 ids per step's worth of memory, so
+// the counts add at most 1.5 bytes per id to the scratch (2048 steps for a 150k vocabulary).
+struct buckets {
+  int sub_bits;
+  int32_t range;  // buckets before the last
+
+  explicit buckets(int32_t vocab) {
+    int log2 = 0;
+    while (log2 < 30 && (int32_t{2} << log2) <= vocab) ++log2;  // floor(log2(vocab))
+    sub_bits = std::clamp(log2 - 6, 2, 11);
+    range = (24 << sub_bits) + 1;
+  }
+  int32_t counts() const { return range + 2; }  // the last bucket and the prefix sums' extra entry
+  // p's bucket for p in [0, 1]: a larger p never lands in a later bucket, since the bits of a
+  // non-negative double order as its value.
+  int32_t of(double p) const {
+    uint64_t bits;
+    std::memcpy(&bits, &p, sizeof bits);
+    const int64_t below = ((int64_t)1023 << sub_bits) - (int64_t)(bits >> (52 - sub_bits));
+    return below < 0 ? 0 : below < range ? (int32_t)below : range;  // p > 1 cannot happen; kept safe
+  }
+};
+
 // Descending probability, then ascending id: a total order, so std::sort and std::nth_element
 // give the same result in every standard library.
 struct ByProb {
   const double* p;
   bool operator()(int32_t a, int32_t b) const { return p[a] != p[b] ? p[a] > p[b] : a < b; }
 };
+
+// e^x for x <= 0 that is not NaN (ml_exp_portable): x = k ln2 + r with |r| <= ln2/2 (ln2_hi has 32
+// significant bits, so k * ln2_hi is exact), a Taylor polynomial to r^13 (the first omitted term
+// is below 0.35^14 / 14! < 5e-18), times 2^k. Selects instead of branches, so that the loop over
+// the vocabulary vectorizes; each step is one IEEE operation per lane, so a vector build gives
+// the scalar bits (-ffp-contract=off keeps the compiler from fusing them).
+inline double exp_portable_lane(double x) {
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  const bool underflow = x < -745.2;
+  x = x > 0.0 ? 0.0 : underflow ? 0.0 : x;
+  // k = floor(y), y in [-1075, 0.5]: y rounded to an integer by adding and subtracting 2^52 +
+  // 2^51 (exact in round-to-nearest), one lower where that rounded up. (std::floor would keep the
+  // loop from vectorizing while floating-point exceptions are honoured.)
+  constexpr double kRound = 6755399441055744.0;  // 2^52 + 2^51
+  const double y = x * kLog2e + 0.5;
+  const double near = (y + kRound) - kRound;
+  const double k = near > y ? near - 1.0 : near;  // in [-1075, 0]
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  double q = 1.0 / 6227020800.0;
+  q = q * r + 1.0 / 479001600;
+  q = q * r + 1.0 / 39916800;
+  q = q * r + 1.0 / 3628800;
+  q = q * r + 1.0 / 362880;
+  q = q * r + 1.0 / 40320;
+  q = q * r + 1.0 / 5040;
+  q = q * r + 1.0 / 720;
+  q = q * r + 1.0 / 120;
+  q = q * r + 1.0 / 24;
+  q = q * r + 1.0 / 6;
+  q = q * r + 1.0 / 2;
+  q = q * r + 1.0;
+  q = q * r + 1.0;
+  // 2^k from its bits. Below k = -1021 the result is subnormal: scale by 2^(k+64) (exact, still
+  // normal) and then by 2^-64, which rounds once, as ldexp does. The exponent field comes from
+  // k + 2^52 + 2^51, whose low mantissa bits hold k plus 2^51 (no float-to-int conversion, which
+  // SSE2 and AVX2 lack for 64-bit lanes).
+  const bool subnormal = k < -1021.0;
+  const double ks = subnormal ? k + 64.0 : k;
+  const double shifted = ks + kRound;
+  uint64_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  bits = (bits + 1023) << 52;
+  double two_k;
+  std::memcpy(&two_k, &bits, sizeof two_k);
+  const double v = q * two_k;
+  return underflow ? 0.0 : subnormal ? v * 0x1p-64 : v;
+}
 
 }  // namespace
 
@@ -36,41 +110,7 @@ double ml_rng_unit(uint64_t* state) { return (double)(ml_rng_u32(state) >> 8) / 
 
 double ml_exp_portable(double x) {
   if (std::isnan(x)) return x;
-  if (x < -745.2) return 0.0;  // below the smallest subnormal, e^x rounds to 0
-  if (x > 0.0) x = 0.0;        // only called with x <= 0; clamp rounding strays
-  // x = k ln2 + r, |r| <= ln2/2. ln2_hi has 32 significant bits, so k * ln2_hi is exact.
-  constexpr double kLog2e = 1.4426950408889634;
-  constexpr double kLn2Hi = 6.93147180369123816490e-01;
-  constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  // floor(y) for y in [-1075, 0.5] without a libm call (the loop over the vocabulary runs this
-  // per logit): truncation, one lower for a negative non-integer.
-  const double y = x * kLog2e + 0.5;
-  double k = (double)(int64_t)y;
-  if (k > y) k -= 1.0;
-  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
-  // Taylor to r^13: the first omitted term is below 0.35^14 / 14! < 5e-18.
-  double p = 1.0 / 6227020800.0;  // 1/13!
-  static constexpr double kInvFact[13] = {1.0,
-                                          1.0,
-                                          1.0 / 2,
-                                          1.0 / 6,
-                                          1.0 / 24,
-                                          1.0 / 120,
-                                          1.0 / 720,
-                                          1.0 / 5040,
-                                          1.0 / 40320,
-                                          1.0 / 362880,
-                                          1.0 / 3628800,
-                                          1.0 / 39916800,
-                                          1.0 / 479001600};
-  for (int i = 12; i >= 0; i--) p = p * r + kInvFact[i];
-  // Scaling by 2^k: one multiplication by 2^k built from its bits is exact while the result is
-  // normal (p >= 0.7, k >= -1021), the same value as ldexp; below, ldexp rounds the subnormal.
-  if (k < -1021.0) return std::ldexp(p, (int)k);
-  const uint64_t bits = (uint64_t)((int64_t)k + 1023) << 52;
-  double two_k;
-  std::memcpy(&two_k, &bits, sizeof two_k);
-  return p * two_k;
+  return exp_portable_lane(x);
 }
 
 int32_t ml_argmax(const float* x, int32_t n) {
@@ -94,7 +134,9 @@ int32_t ml_argmax(const float* x, int32_t n) {
 
 size_t ml_sampler_scratch_bytes(int32_t vocab) {
   size_t bytes;
-  if (vocab <= 0 || !ml_mul((size_t)vocab, sizeof(double) + sizeof(int32_t), &bytes)) return 0;
+  if (vocab <= 0 || !ml_mul((size_t)vocab, sizeof(double) + sizeof(int32_t), &bytes) ||
+      !ml_add(bytes, (size_t)buckets(vocab).counts() * sizeof(int32_t), &bytes))
+    return 0;
   return bytes;
 }
 
@@ -126,6 +168,7 @@ ml_status ml_sampler_init(ml_sampler* s, int32_t vocab, const ml_sampler_opts* o
       return ml_fail(err, ML_E_ARG, "sampler: scratch %p is not 8-byte aligned", scratch);
     s->prob = static_cast<double*>(scratch);
     s->idx = reinterpret_cast<int32_t*>(static_cast<double*>(scratch) + vocab);
+    s->bucket = s->idx + vocab;
   }
   s->vocab = vocab;
   s->temperature = o->temperature;
@@ -153,6 +196,90 @@ int32_t argmax_double(const double* x, int32_t n) {
   return best;
 }
 
+// Sorts a bucket's ids, ascending on arrival, into ByProb order. Most buckets hold a few dozen:
+// those are sorted by insertion on a copy of their probabilities (a stable sort by probability
+// alone keeps equal ones in id order), without reading p at random ids on every comparison.
+void sort_bucket(int32_t* ids, int32_t n, const double* p) {
+  constexpr int32_t kSmall = 64;
+  if (n > kSmall) {
+    std::sort(ids, ids + n, ByProb{p});
+    return;
+  }
+  double key[kSmall];
+  int32_t id[kSmall];
+  for (int32_t i = 0; i < n; i++) {
+    const double k = p[ids[i]];
+    int32_t j = i;
+    for (; j > 0 && key[j - 1] < k; j--) {
+      key[j] = key[j - 1];
+      id[j] = id[j - 1];
+    }
+    key[j] = k;
+    id[j] = ids[i];
+  }
+  std::copy(id, id + n, ids);
+}
+
+// The ids in ByProb order, sorted only as far as they are read. A full sort of most of a 150k
+// vocabulary took longer than a small model's forward pass, and top-k's selection over all of it
+// half as long; so the candidates (p >= cut, and `top`) are counted into probability buckets and
+// placed in bucket order (two passes over p), and a bucket is sorted when a reader reaches it.
+// The order read is the one a full sort gives, since buckets never reorder two ids and ByProb is
+// a total order; so is every sum over it.
+struct lazy_order {
+  int32_t* idx;        // [n]: the candidates placed, in bucket order; [0, sorted) in ByProb order
+  const double* p;
+  const int32_t* end;  // end[b]: one past bucket b in idx
+  int32_t n = 0, sorted = 0, next = 0;  // next: the first bucket not sorted yet
+
+  // want: how many ids, from the first in order, the reader may read (top-k's k; top-p: all of
+  // them); the buckets after the one that holds the want-th are counted but not placed.
+  lazy_order(const double* prob, int32_t V, int32_t top, double cut, int32_t want, int32_t* ids, int32_t* count)
+      : idx(ids), p(prob), end(count) {
+    const buckets B(V);
+    const int32_t last = B.range;
+    std::fill(count, count + B.counts(), 0);
+    // Most of a large vocabulary lands in the last bucket: it is counted by difference, since
+    // one counter in memory would serialize the loop on its increments.
+    int32_t candidates = 0;
+    for (int32_t i = 0; i < V; i++) {
+      if (p[i] < cut && i != top) continue;
+      ++candidates;
+      const int32_t b = B.of(p[i]);
+      if (b < last) count[b + 1]++;
+    }
+    for (int32_t b = 1; b <= last; b++) count[b] += count[b - 1];  // count[b]: bucket b's start
+    count[last + 1] = candidates;
+    int32_t stop = 0;  // the first bucket that ends at or after the want-th id
+    while (stop < last && count[stop + 1] < want) ++stop;
+    n = count[stop + 1];
+    for (int32_t i = 0; i < V; i++) {
+      if (p[i] < cut && i != top) continue;
+      const int32_t b = B.of(p[i]);
+      if (b <= stop) idx[count[b]++] = i;  // then count[b]: bucket b's end
+    }
+  }
+  // Sorts buckets until at least `want` ids (or all n) are in order.
+  void sort_to(int32_t want) {
+    while (sorted < want && sorted < n) {
+      sort_bucket(idx + sorted, end[next] - sorted, p);
+      sorted = end[next++];
+    }
+  }
+};
+
+// Top-p: the length of the shortest prefix of idx[0, n) whose mass exceeds `mass` (n when none
+// does). idx is in ByProb order, or becomes so as `order` (when given) sorts it.
+int32_t nucleus(const int32_t* idx, int32_t n, const double* p, double mass, lazy_order* order) {
+  double cum = 0.0;
+  for (int32_t i = 0; i < n; i++) {
+    if (order) order->sort_to(i + 1);
+    cum += p[idx[i]];
+    if (cum > mass) return i + 1;
+  }
+  return n;
+}
+
 // Samples (temperature, top-k, top-p, min-p, one draw) once the logits are known: logit(i) is id
 // i's logit as a double, top the index of the largest. logit may read s->prob[i]: each entry is
 // read before it is overwritten.
@@ -165,49 +292,36 @@ int32_t draw(ml_sampler* s, Logit logit, int32_t top) {
   double* p = s->prob;
   int32_t* idx = s->idx;
   // Unnormalised probabilities: the maximum gets exactly 1, NaN gets 0; with +inf logits, only
-  // the +inf ones keep mass.
+  // the +inf ones keep mass. Selects, not branches, so the compiler vectorizes it.
   for (int32_t i = 0; i < V; i++) {
     const double l = logit(i);
-    p[i] = l == mx ? 1.0 : std::isnan(l) ? 0.0 : ml_exp_portable((l - mx) / T);
+    const double e = exp_portable_lane((l - mx) / T);
+    p[i] = l == mx ? 1.0 : l != l ? 0.0 : e;
     idx[i] = i;
   }
   int32_t n = V;
   bool sorted = false;
-  const ByProb by_prob{p};
   if (s->top_k > 0 && s->top_k < V) {
+    lazy_order order(p, V, top, 0.0, s->top_k, idx, s->bucket);  // among every id (p >= 0)
+    order.sort_to(s->top_k);
     n = s->top_k;
-    std::nth_element(idx, idx + (n - 1), idx + V, by_prob);
-    std::sort(idx, idx + n, by_prob);
     sorted = true;
   }
   if (s->top_p < 1.0f) {
     double total = 0.0;
     for (int32_t i = 0; i < n; i++) total += p[idx[i]];
     const double mass = (double)s->top_p * total;
-    if (!sorted) {
-      // llama2.c's cut: the ids below (1 - top_p) * total / (n - 1), at most n - 1 of them
+    if (sorted) {
+      n = nucleus(idx, n, p, mass, nullptr);  // top-k's, in order
+    } else {
+      // llama2.c's cut: the ids below (1 - top_p) * total / (V - 1), at most V - 1 of them
       // since the most probable one is always kept, together carry less than (1 - top_p) *
-      // total, so the nucleus lies among the others; sort only those. (idx is still 0..V-1.)
-      if (n > 1) {
-        const double cut = (1.0 - (double)s->top_p) * total / (double)(n - 1);
-        int32_t kept = 0;
-        for (int32_t i = 0; i < n; i++)
-          if (p[i] >= cut || i == top) idx[kept++] = i;
-        n = kept;
-      }
-      std::sort(idx, idx + n, by_prob);
+      // total, so the nucleus lies among the others.
+      const double cut = V > 1 ? (1.0 - (double)s->top_p) * total / (double)(V - 1) : 0.0;
+      lazy_order order(p, V, top, cut, V, idx, s->bucket);
+      n = nucleus(idx, order.n, p, mass, &order);
       sorted = true;
     }
-    double cum = 0.0;
-    int32_t last = n - 1;
-    for (int32_t i = 0; i < n; i++) {
-      cum += p[idx[i]];
-      if (cum > mass) {
-        last = i;
-        break;
-      }
-    }
-    n = last + 1;
   }
   if (s->min_p > 0.0f) {
     // The most probable id has p exactly 1 (and min_p < 1), so it always stays.

@@ -56,6 +56,7 @@ struct ml_sampler {
   uint64_t rng = 0;          // xorshift64* state, never 0
   double* prob = nullptr;    // scratch [vocab]
   int32_t* idx = nullptr;    // scratch [vocab]
+  int32_t* bucket = nullptr; // scratch: top-k's and top-p's bucket counts
 };
 
 // Bytes of scratch ml_sampler_init needs for a vocabulary (8-byte aligned memory); 0 when vocab

@@ -158,6 +158,28 @@ TEST_CASE("sampler: portable exp keeps its known bits", "[sampler]") {
   }
 }
 
+// draw() computes every id's probability in a loop the compiler vectorizes (sampler.cpp,
+// exp_portable_lane); each lane must hold the bits of the scalar ml_exp_portable, across the
+// normal and subnormal range and with NaN and -inf logits among them.
+TEST_CASE("sampler: the vectorized probabilities are the scalar exp's bits", "[sampler]") {
+  const int32_t V = 70001;
+  std::vector<float> l(V);
+  for (int32_t i = 0; i < V; i++) l[i] = 3.0f - (float)i * 0.0041f;
+  l[17] = NAN;
+  l[18] = -INFINITY;
+  const double T = 0.37;
+  Sampler s(V, (float)T, 1.0f, 0, 1);
+  s(l);
+  int32_t subnormal = 0, differ = 0;
+  for (int32_t i = 0; i < V; i++) {
+    const double want = i == 0 ? 1.0 : i == 17 ? 0.0 : ml_exp_portable(((double)l[i] - (double)l[0]) / (double)(float)T);
+    subnormal += want > 0 && want < 0x1p-1022;
+    differ += s.s.prob[i] != want;
+  }
+  CHECK(subnormal > 100);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("sampler: greedy takes the argmax, ties to the lowest id", "[sampler]") {
   Sampler g(6, 0.0f, 1.0f, 0, 1);
   CHECK(g({1, 3, 3, 2, -5, 3}) == 1);
@@ -314,6 +336,39 @@ TEST_CASE("sampler: matches a full-sort reference on a large vocabulary", "[samp
   }
 }
 
+// Top-k and top-p sort only the probability buckets they reach (sampler.cpp, lazy_order): logits
+// whose nucleus is a handful of ids, most of the vocabulary, ids below the 24 octaves the buckets
+// cover (the last bucket), and many equal probabilities must all give the full sort's ids.
+TEST_CASE("sampler: top-k's and top-p's buckets give the full sort's ids", "[sampler]") {
+  const int32_t V = 50000;
+  struct Case {
+    const char* what;
+    float scale, spike, top_p, temp;
+    int top_k;
+  };
+  for (const Case c : {Case{"confident: a nucleus of a few ids", 2.5f, 20.0f, 0.9f, 1.0f, 0},
+                       Case{"uncertain: thousands of ids", 2.5f, 8.0f, 0.9f, 1.0f, 0},
+                       Case{"flat: most of the vocabulary", 0.3f, 0.0f, 0.95f, 1.0f, 0},
+                       Case{"a spike over a flat rest: the nucleus below 2^-24", 0.3f, 20.0f, 0.5f, 1.0f, 0},
+                       Case{"top_p 0.999 and a low temperature", 3.0f, 5.0f, 0.999f, 0.6f, 0},
+                       Case{"top-k 40 alone", 2.5f, 8.0f, 1.0f, 1.0f, 40},
+                       Case{"top-k into the last bucket, then top-p", 0.3f, 20.0f, 0.7f, 1.0f, 30000}}) {
+    std::vector<float> l = random_logits(V, 11, c.scale);
+    l[4321] += c.spike;
+    Sampler s(V, c.temp, c.top_p, c.top_k, 123);
+    uint64_t rng = 123;
+    INFO(c.what);
+    for (int i = 0; i < 30; i++) CHECK(s(l) == reference_sample(l, c.temp, c.top_p, c.top_k, &rng));
+  }
+  // Logits on a coarse grid: runs of equal probability, ordered by id inside each bucket.
+  std::vector<float> l(V);
+  std::mt19937 g(3);
+  for (float& v : l) v = (float)(g() % 40) * 0.25f;
+  Sampler s(V, 1.0f, 0.8f, 0, 9);
+  uint64_t rng = 9;
+  for (int i = 0; i < 30; i++) CHECK(s(l) == reference_sample(l, 1.0, 0.8, 0, &rng));
+}
+
 TEST_CASE("sampler: the logits are not modified, and odd logits are handled", "[sampler]") {
   std::vector<float> l = random_logits(100, 3, 1.0f);
   const std::vector<float> copy = l;
@@ -364,7 +419,12 @@ TEST_CASE("sampler: invalid parameters are rejected, naming them", "[sampler]") 
   CHECK(init(10, 1.0f, 1.0f, 0, reinterpret_cast<char*>(scratch.data()) + 4) == ML_E_ARG);
   CHECK_THAT(err.msg, Catch::Contains("aligned"));
   CHECK(init(10, 1.0f, 1.0f, 0, scratch.data()) == ML_OK);
-  CHECK(ml_sampler_scratch_bytes(10) == 120);
+  // 12 bytes per id (a double and an index) and 24 * 2^s + 3 bucket counts, s = floor(log2(vocab))
+  // - 6 within [2, 11]: at most 1.5 bytes more per id.
+  CHECK(ml_sampler_scratch_bytes(10) == 10 * 12 + (24 * 4 + 3) * 4);
+  CHECK(ml_sampler_scratch_bytes(32000) == 32000 * 12 + (24 * 256 + 3) * 4);
+  CHECK(ml_sampler_scratch_bytes(151936) == 151936 * 12 + (24 * 2048 + 3) * 4);
+  for (int32_t v = 256; v < 4000000; v = v * 3 / 2) CHECK(ml_sampler_scratch_bytes(v) <= (size_t)v * 27 / 2 + 12);
   CHECK(ml_sampler_scratch_bytes(0) == 0);
   CHECK(ml_sampler_scratch_bytes(-3) == 0);
 }

@@ -414,7 +414,8 @@ typedef struct ml_kernel_bench_row {
 } ml_kernel_bench_row;
 typedef void (*ml_kernel_bench_cb)(void* user, const ml_kernel_bench_row* row);
 /* Times the build's kernels on one thread (row-major and packed matvec, the 128-token packed
- * matmul, quantize_q8) at spec/testing.txt's shapes, reps repetitions of at least min_seconds. */
+ * matmul, quantize_q8) at spec/testing.txt's shapes, then the sampler over a 151936-id vocabulary,
+ * reps repetitions of at least min_seconds. */
 ml_status ml_bench_kernels(int reps, double min_seconds, ml_kernel_bench_cb cb, void* user, ml_error* err);
 
 /* ---- Output files -------------------------------------------------------------------------- */
