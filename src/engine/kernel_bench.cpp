@@ -5,7 +5,6 @@
 // Timings are the best of several repetitions; the machine is shared, so compare two builds by
 // running them alternately (docs/benchmarks.md).
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +12,7 @@
 #include "core/quant_ref.h"
 #include "core/status.h"
 #include "kernels/bind.h"
+#include "best_seconds.h"
 #include "krafla.h"
 #include "sampler_bench.h"
 
@@ -20,25 +20,7 @@ namespace {
 
 namespace k = ml::k::active;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Best seconds per call of fn over reps repetitions of at least min_seconds each.
-template <class F>
-double best_seconds(F&& fn, int reps, double min_seconds) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    long iters = 0;
-    const double t0 = now();
-    double t = t0;
-    do {
-      fn();
-      ++iters;
-      t = now();
-    } while (t - t0 < min_seconds);
-    best = std::min(best, (t - t0) / (double)iters);
-  }
-  return best;
-}
+using ml::bench::best_seconds;
 
 // A zeroed malloc'd array (the core has no exceptions: a failed allocation is a status).
 template <class T>

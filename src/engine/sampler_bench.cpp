@@ -1,17 +1,15 @@
 #include "sampler_bench.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
+#include "best_seconds.h"
 #include "core/status.h"
 #include "model/sampler.h"
 
 namespace {
 
 constexpr int32_t kVocab = 151936;
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Logits with a normal spread of `scale` (Box-Muller over xorshift64*), and id 1234 at `lead`
 // when it is not 0: scale 2.5 and a lead of 20 give top-p a nucleus of one id out of ~1500
@@ -57,18 +55,7 @@ ml_status ml_bench_sampler(int reps, double min_seconds, ml_kernel_bench_cb cb, 
     o.seed = 1;
     ml_sampler s;
     if ((st = ml_sampler_init(&s, kVocab, &o, scratch, err)) != ML_OK) break;
-    double best = 1e30;
-    for (int rep = 0; rep < reps; ++rep) {
-      long calls = 0;
-      const double t0 = now();
-      double t = t0;
-      do {
-        ml_sampler_sample(&s, logits);
-        ++calls;
-        t = now();
-      } while (t - t0 < min_seconds);
-      best = best < (t - t0) / calls ? best : (t - t0) / calls;
-    }
+    const double best = ml::bench::best_seconds([&] { ml_sampler_sample(&s, logits); }, reps, min_seconds);
     const ml_kernel_bench_row row{r.op, r.logits, 1, kVocab, 1, best * 1e9, kVocab * 4.0 / best / 1e9, 0};
     cb(user, &row);
   }
