@@ -15,9 +15,9 @@ namespace {
 constexpr uint64_t kZeroSeed = 0x9E3779B97F4A7C15ull;  // replaces seed 0 (a fixed point of xorshift)
 
 // Top-k's and top-p's probability buckets (lazy_order): 24 octaves below 1, each in 2^sub_bits
-// steps, p = 1 in bucket 0, and one bucket after them for everything smaller. Finer steps sort
-// less, coarser ones take less memory: about 2^sub_bits * 64 ids per step's worth of memory, so
-// the counts add at most 1.5 bytes per id to the scratch (2048 steps for a 150k vocabulary).
+// steps, p = 1 in bucket 0, and one bucket after them for everything smaller. Finer steps leave
+// less to sort, coarser ones take less memory: sub_bits = floor(log2(vocab)) - 6 within [2, 11]
+// adds at most 1.5 bytes per id to the scratch (2048 steps an octave for a 150k vocabulary).
 struct buckets {
   int sub_bits;
   int32_t range;  // buckets before the last
