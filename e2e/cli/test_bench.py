@@ -5,6 +5,7 @@ are shared; docs/benchmarks.md records measured figures.)
 usage: test_bench.py --bin BUILD_BIN --ref-bin SCALAR_BIN --shared SHARED --work DIR ISA"""
 import argparse
 import os
+import re
 import sys
 import unittest
 
@@ -85,6 +86,37 @@ class Bench(unittest.TestCase):
         rc, _, err = h.run([ENV.exe("ml_bench"), "--model", m, "--sessions", "0"], check=False)
         self.assertEqual(rc, 2, err)
         self.assertIn("--sessions", err)
+
+    def test_probe(self):
+        """--probe-mb: one more decode, each token followed by a read of that many MB on -t threads.
+        Its line's figures agree with each other (GB/s = MB / the probe's median; the median ratio
+        within its quartiles; the tokens counted are the decoded ones that fed a token); a bad value
+        exits 2 naming the option; a build for another system refuses the option by name."""
+        m = h.random_model(ENV, "rand_q8_f32.mlb")
+        cmd = [ENV.exe("ml_bench"), "--reps", "1", "--model", m, "--prefill", "8", "-n", "12", "-t", "2",
+               "--probe-mb", "6"]
+        rc, out, err = h.run(cmd, check=False, timeout=900)
+        with open(ENV.exe("ml_bench"), "rb") as f:
+            windows = b".exe" in f.read(4096)  # the wine builds' emu-bin wrapper names ml_bench.exe
+        if windows:  # the probe is Linux only
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--probe-mb", err)
+            return
+        self.assertEqual(rc, 0, err)
+        g = re.search(r"interleaved probe: (\d+) tokens, each followed by a ([\d.]+) MB read on 2 threads \(.+\): "
+                      r"token median ([\d.]+) ms \(([\d.]+) tok/s\), probe median ([\d.]+) ms \(([\d.]+) GB/s\); "
+                      r"probe / token seconds per token: median ([\d.]+)% \(quartiles ([\d.]+)-([\d.]+)%\)", out)
+        self.assertIsNotNone(g, out)
+        n, mb, tok_ms, tps, probe_ms, gbs, med, q1, q3 = (float(x) for x in g.groups())
+        self.assertEqual(n, 10, out)  # 12 steps: the first only samples, the last feeds nothing
+        self.assertTrue(6.0 <= mb < 6.01, out)  # rounded up to 256 bytes a thread
+        # both sides from printed figures: ms to 3 decimals, tok/s to 1, GB/s to 2
+        self.assertAlmostEqual(tps, 1000 / tok_ms, delta=tps * 0.0006 / tok_ms + 0.06)
+        self.assertAlmostEqual(gbs, mb / probe_ms, delta=gbs * 0.0006 / probe_ms + 0.006)
+        self.assertTrue(0 < q1 <= med <= q3, out)
+        rc, _, err = h.run([ENV.exe("ml_bench"), "--model", m, "--probe-mb", "-1"], check=False)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--probe-mb", err)
 
 
 def main():

@@ -19,7 +19,9 @@ timed assertion: no figure is compared with a speed.
      it is measured with at least 0.5 foreign CPUs; a CPU-bound child's own time is counted as its
      own (at least 0.9 of the 1 s it burns), not foreign. The guard reruns a rejected run at most
      --retries times and counts what it did.
-  4. ml_bwprobe's bad arguments exit 2 naming the option.
+  4. ml_bwprobe's bad arguments exit 2 naming the option. Its row gives the fastest of its prefetch
+     modes: the best GB/s is at least each other mode's best printed beside it; --no-prefetch times
+     plain loads only.
 
   test_bench_peers.py --bin BUILD/bin --work DIR [--node node]
 Prints "SKIP (llama.cpp): ..." and exits 0 when e2e/llamacpp's node_modules is not installed.
@@ -203,6 +205,26 @@ def check_probe_args(bin_dir, failures):
                             f"want exit 2 naming {name}")
 
 
+def check_probe_modes(bin_dir, failures):
+    """ml_bwprobe reports the fastest prefetch mode, naming it and the others' best."""
+    exe = os.path.join(bin_dir, "ml_bwprobe")
+    modes = ("no prefetch", "every line 4 KiB ahead", "page kick")
+    for extra, want_others in (([], 2), (["--no-prefetch"], 0)):
+        out = subprocess.run([exe, "--mib", "64", "--passes", "2", "--threads", "1"] + extra, capture_output=True,
+                             text=True).stdout
+        row = re.search(r"^\| 1 \| 64 \| 2 \| ([\d.]+) \| ([\d.]+) \| [^,|]+, ([^(|]+?)(?: \((.*)\))? \|$", out, re.M)
+        if not row:
+            failures.append(f"ml_bwprobe {' '.join(extra)}: no '| 1 | 64 | 2 | best | median | loads, mode |' row in:\n{out}")
+            continue
+        best, mode, others = float(row.group(1)), row.group(3), row.group(4) or ""
+        pairs = re.findall(r"([A-Za-z0-9 ]+?) ([\d.]+)(?:, |$)", others)
+        if mode not in modes or len(pairs) != want_others or (extra and mode != "no prefetch"):
+            failures.append(f"ml_bwprobe {' '.join(extra)}: mode '{mode}' and others {pairs} in: {row.group(0)}")
+        for name, gbs in pairs:
+            if name not in modes or name == mode or float(gbs) > best:
+                failures.append(f"ml_bwprobe: the row's {best} GB/s ({mode}) is not the best: {name} {gbs}")
+
+
 def check_foreign(bp, failures):
     py = sys.executable
     spin = subprocess.Popen([py, "-c", "import time\nt = time.time() + 6\nwhile time.time() < t: pass"])
@@ -257,6 +279,7 @@ def main():
     check_weight_bytes(bp, a.bin, a.work, failures)
     check_around_cell(bp, failures)
     check_probe_args(a.bin, failures)
+    check_probe_modes(a.bin, failures)
     check_foreign(bp, failures)
     for f in failures:
         print("FAIL:", f)

@@ -12,9 +12,11 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/encode_bench.h"
+#include "bench/read_probe.h"
 #include "cli/cli.h"
 #include "krafla.h"
 
@@ -59,6 +61,7 @@ struct model_opts {
   int threads = 1, prefill = 64, decode = 128, batch = 0, runs = 5, sessions = 1;
   bool no_pack = false, pack_cache = false;
   std::string kv = "f32";
+  double probe_mb = 0;  // --probe-mb: one more decode, each token followed by a read of this many MB
 };
 
 // The prompt of session s: BOS, then fixed ids that differ between sessions.
@@ -113,6 +116,44 @@ ml_status run_together(ml::cli::handles& h, const std::vector<std::vector<int32_
   return ML_OK;
 }
 
+// One more greedy decode of `decode` tokens after the prompt, each token followed by a pass of the
+// read probe: per token, the probe's seconds over the token's, i.e. the share of the probe's
+// bandwidth the decode reaches if a token reads probe.bytes(). Before each pass the caller sleeps
+// 2 ms, so that the engine's workers have stopped spinning (20 000 pauses, 0.4-1 ms) and do not take
+// a CPU from the probe; the next token then wakes them first, which its time includes.
+ml_status run_interleaved(ml::cli::handles& h, const std::vector<int32_t>& prompt, int decode, ml::bench::read_probe& probe,
+                          std::vector<double>* token_s, std::vector<double>* probe_s, ml_error* err) {
+  ml_session* s = h.sessions[0];
+  ML_TRY_CLI(ml_session_truncate(s, 0, err));
+  ml_gen_params g{};
+  g.max_tokens = decode;
+  g.top_p = 1.0f;
+  ml_gen* gen = nullptr;
+  ML_TRY_CLI(ml_gen_start(&gen, h.exec, s, prompt.data(), prompt.size(), &g, err));
+  std::unique_ptr<ml_gen, void (*)(ml_gen*)> owned(gen, ml_gen_free);
+  probe.read_seconds();  // the probe's array and code warm, once
+  for (int step = 0, done = 0; !done; ++step) {
+    const char* text;
+    size_t len;
+    int32_t id;
+    const double t0 = now();
+    ML_TRY_CLI(ml_gen_next(gen, &text, &len, &id, &done, err));
+    const double t1 = now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const double p = probe.read_seconds();
+    if (step > 0 && !done) {  // the first step only samples the prompt's logits; the last feeds nothing
+      token_s->push_back(t1 - t0);
+      probe_s->push_back(p);
+    }
+  }
+  return ML_OK;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[(size_t)(q * (double)(v.size() - 1) + 0.5)];
+}
+
 // Prefill of o.prefill prompt tokens (BOS, then fixed ids) and greedy decoding of o.decode tokens,
 // o.runs times (one session, and with --sessions N then N sessions together, alternately); the
 // best tok/s of each, the load time and the resident memory.
@@ -152,6 +193,13 @@ int bench_model(const model_opts& o) {
     if (run_single(h, prompts[0], o.decode, &one, &err) != ML_OK) return ml::cli::report(PROG, err);
     if (o.sessions > 1 && run_together(h, prompts, o.decode, &all, &err) != ML_OK) return ml::cli::report(PROG, err);
   }
+  std::vector<double> token_s, probe_s;
+  ml::bench::read_probe probe;
+  if (o.probe_mb > 0) {
+    std::string why;
+    if (!probe.start((size_t)(o.probe_mb * 1e6), o.threads, &why)) return ml::cli::usage_error(PROG, "--probe-mb: " + why);
+    if (run_interleaved(h, prompts[0], o.decode, probe, &token_s, &probe_s, &err) != ML_OK) return ml::cli::report(PROG, err);
+  }
   const char* pack = !info.packed ? "no" : info.pack_from_cache ? "cache" : "yes";
   std::printf("| model | ISA | wtype | dim | layers | -t | batch | packed | sessions | prefill tokens | prefill tok/s | "
               "decode tokens | decode tok/s | load s | peak RSS after load (MiB) |\n"
@@ -171,6 +219,17 @@ int bench_model(const model_opts& o) {
   if (o.sessions > 1)
     std::printf("%d sessions together: decode %.2fx, prefill %.2fx one session's tok/s\n", o.sessions,
                 one.decode > 0 ? all.decode / one.decode : 0.0, one.prefill > 0 ? all.prefill / one.prefill : 0.0);
+  if (!token_s.empty()) {
+    std::vector<double> ratio;
+    for (size_t i = 0; i < token_s.size(); ++i) ratio.push_back(probe_s[i] / token_s[i]);
+    const double mb = (double)probe.bytes() / 1e6, tok = quantile(token_s, 0.5), pr = quantile(probe_s, 0.5);
+    // One line, parsed by scripts/bench-peers: keep its words.
+    std::printf("interleaved probe: %zu tokens, each followed by a %.1f MB read on %d threads (%s): token median %.3f ms "
+                "(%.1f tok/s), probe median %.3f ms (%.2f GB/s); probe / token seconds per token: median %.1f%% "
+                "(quartiles %.1f-%.1f%%)\n",
+                token_s.size(), mb, o.threads, probe.loads().c_str(), tok * 1e3, 1.0 / tok, pr * 1e3, mb / 1e3 / pr,
+                100 * quantile(ratio, 0.5), 100 * quantile(ratio, 0.25), 100 * quantile(ratio, 0.75));
+  }
   return 0;
 }
 
@@ -195,6 +254,9 @@ int ml_main(int argc, char** argv) {
   ml::cli::add_kv_option(app, &mo.kv, "--model: ");
   app.add_flag("--no-pack", mo.no_pack, "--model: keep the row-major weights");
   app.add_flag("--pack-cache", mo.pack_cache, "--model: map (or write) the pack cache MODEL.pk<G>");
+  app.add_option("--probe-mb", mo.probe_mb,
+                 "--model: one more decode, each token followed by a read of this many MB (1e6 bytes) on -t threads; "
+                 "prints the probe's time over the token's (Linux; its array counts in the peak RSS at exit)");
   app.add_option("--runs,--reps", reps, "repetitions; the best is reported (default 5)");
   app.add_option("--min-ms", min_ms, "kernels: minimum milliseconds per repetition (default 100)");
   app.add_flag("--no-kernels", no_kernels, "skip the kernel table");
@@ -204,9 +266,9 @@ int ml_main(int argc, char** argv) {
   app.add_option("--encode", texts, "--tokenizer: text files to encode whole (MB/s)");
   if (const int rc = ml::cli::parse(app, PROG, argc, argv); rc >= 0) return rc;
   if (reps < 1 || mo.decode < 0 || mo.prefill < 1 || mo.threads < 1 || mo.batch < 0 || mo.batch > 128 ||
-      !(min_ms > 0) || mo.sessions < 1 || mo.sessions > 256)
+      !(min_ms > 0) || mo.sessions < 1 || mo.sessions > 256 || !(mo.probe_mb >= 0 && mo.probe_mb <= 65536))
     return ml::cli::usage_error(PROG, "--runs, --prefill, -t and --min-ms must be positive, --decode >= 0, "
-                                      "--batch in 0..128, --sessions in 1..256");
+                                      "--batch in 0..128, --sessions in 1..256, --probe-mb in 0..65536");
   mo.runs = reps;
   if (!tokenizer.empty() || !texts.empty()) {
     if (tokenizer.empty() || texts.empty()) return ml::cli::usage_error(PROG, "--tokenizer and --encode go together");

@@ -9,11 +9,16 @@
 // with 4 KiB pages the TLB misses alone cost a fifth of the bandwidth on a Zen 4 VM, and the
 // probe is meant to be the ceiling. --small-pages leaves the advice out (the system's default;
 // transparent huge pages as /sys/kernel/mm/transparent_hugepage/enabled says, printed).
+// Each pass runs the loop in three prefetch modes in turn (read_loops.h: none, every line, a page
+// kick) and the row gives the fastest mode's figures, naming it and the others' best: which mode
+// reads fastest depends on the CPU (on Zen 5 the page kick reads half again as much as plain
+// loads), and the probe is meant to be the ceiling. --no-prefetch times plain loads only (the
+// probe before 2026-12-05).
 //
-//   ml_bwprobe [--mib 1024] [--threads 1,2] [--passes 5] [--small-pages]
+//   ml_bwprobe [--mib 1024] [--threads 1,2] [--passes 5] [--small-pages] [--no-prefetch]
 //
 // Prints Markdown, one row per thread count:
-//   | threads | MiB | passes | best GB/s | median GB/s | loads |
+//   | threads | MiB | passes | best GB/s | median GB/s | loads (and prefetch mode) |
 // Exit codes: 0 done, 2 bad arguments, 1 the array could not be allocated.
 // Not part of the engine: no ISA flags at build time; the vector loops are compiled per target
 // (function attributes) and picked by CPUID at run time.
@@ -31,88 +36,17 @@
 
 #include <sys/mman.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ML_BW_X86 1
-#endif
+#include "read_loops.h"
 
 namespace {
 
+using ml::bw::read_fn;
 const char* const PROG = "ml_bwprobe";
-
-// --- the read loops: bytes n (a multiple of 256) from p (64-byte aligned) -----------------------
-
-uint64_t read_words(const uint8_t* p, size_t n) {
-  const uint64_t* w = reinterpret_cast<const uint64_t*>(p);
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (size_t i = 0; i < n / 8; i += 4) {
-    a += w[i], b += w[i + 1], c += w[i + 2], d += w[i + 3];
-  }
-  return a ^ b ^ c ^ d;
-}
-
-#ifdef ML_BW_X86
-__attribute__((target("sse2"))) uint64_t read_sse2(const uint8_t* p, size_t n) {
-  __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
-  for (size_t i = 0; i < n; i += 64) {
-    a = _mm_add_epi64(a, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i)));
-    b = _mm_add_epi64(b, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 16)));
-    c = _mm_add_epi64(c, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 32)));
-    d = _mm_add_epi64(d, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 48)));
-  }
-  a = _mm_xor_si128(_mm_xor_si128(a, b), _mm_xor_si128(c, d));
-  uint64_t out[2];
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), a);
-  return out[0] ^ out[1];
-}
-
-__attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
-  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  for (size_t i = 0; i < n; i += 128) {
-    a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-    b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
-    c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
-    d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
-  }
-  a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
-  uint64_t out[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), a);
-  return out[0] ^ out[1] ^ out[2] ^ out[3];
-}
-
-__attribute__((target("avx512f"))) uint64_t read_avx512(const uint8_t* p, size_t n) {
-  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
-  for (size_t i = 0; i < n; i += 256) {
-    a = _mm512_add_epi64(a, _mm512_load_si512(p + i));
-    b = _mm512_add_epi64(b, _mm512_load_si512(p + i + 64));
-    c = _mm512_add_epi64(c, _mm512_load_si512(p + i + 128));
-    d = _mm512_add_epi64(d, _mm512_load_si512(p + i + 192));
-  }
-  a = _mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d));
-  uint64_t out[8];
-  _mm512_storeu_si512(out, a);
-  return out[0] ^ out[1] ^ out[2] ^ out[3] ^ out[4] ^ out[5] ^ out[6] ^ out[7];
-}
-#endif
-
-using read_fn = uint64_t (*)(const uint8_t*, size_t);
-
-// The widest loop this CPU runs, and its name.
-read_fn pick(const char** name) {
-#ifdef ML_BW_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return *name = "avx512 (64-byte loads)", read_avx512;
-  if (__builtin_cpu_supports("avx2")) return *name = "avx2 (32-byte loads)", read_avx2;
-  if (__builtin_cpu_supports("sse2")) return *name = "sse2 (16-byte loads)", read_sse2;
-#endif
-  *name = "64-bit words";
-  return read_words;
-}
 
 // --- arguments ------------------------------------------------------------------------------------
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "%s: %s\nusage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages]\n", PROG, msg, PROG);
+  std::fprintf(stderr, "%s: %s\nusage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages] [--no-prefetch]\n", PROG, msg, PROG);
   std::exit(2);
 }
 
@@ -141,23 +75,27 @@ std::string first_line(const char* path) {
 
 volatile uint64_t g_sink;  // the loads' sums end here, so no pass is optimised away
 
-// Best and median GB/s of `passes` passes of `threads` threads over a[0, bytes).
-void measure(uint8_t* a, size_t bytes, int threads, int passes, read_fn fn, double* best, double* median) {
+// Best and median GB/s of `passes` passes of `threads` threads over a[0, bytes), for each of the
+// n_modes loops fns[0..n_modes): each pass runs every loop once, in turn, so that they see the
+// same minutes of a machine whose bandwidth moves.
+void measure(uint8_t* a, size_t bytes, int threads, int passes, const read_fn* fns, int n_modes, double* best,
+             double* median) {
   const size_t slice = bytes / threads / 256 * 256;
-  std::vector<double> secs(passes);
+  std::vector<double> secs((size_t)passes * n_modes);
   std::vector<uint64_t> sums(threads);
   std::chrono::steady_clock::time_point t0;
   std::barrier sync(threads);
   auto worker = [&](int id) {
     const uint8_t* p = a + id * slice;
-    for (int k = 0; k < passes; ++k) {
-      sync.arrive_and_wait();
-      if (id == 0) t0 = std::chrono::steady_clock::now();
-      sync.arrive_and_wait();
-      sums[id] ^= fn(p, slice);
-      sync.arrive_and_wait();
-      if (id == 0) secs[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    for (int k = 0; k < passes; ++k)
+      for (int m = 0; m < n_modes; ++m) {
+        sync.arrive_and_wait();
+        if (id == 0) t0 = std::chrono::steady_clock::now();
+        sync.arrive_and_wait();
+        sums[id] ^= fns[m](p, slice);
+        sync.arrive_and_wait();
+        if (id == 0) secs[(size_t)m * passes + k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
   };
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker, i);
@@ -165,16 +103,19 @@ void measure(uint8_t* a, size_t bytes, int threads, int passes, read_fn fn, doub
   for (auto& t : pool) t.join();
   for (uint64_t s : sums) g_sink = g_sink ^ s;
   const double total = static_cast<double>(slice) * threads;
-  std::sort(secs.begin(), secs.end());
-  *best = total / secs.front() / 1e9;
-  *median = total / secs[secs.size() / 2] / 1e9;
+  for (int m = 0; m < n_modes; ++m) {
+    double* s = secs.data() + (size_t)m * passes;
+    std::sort(s, s + passes);
+    best[m] = total / s[0] / 1e9;
+    median[m] = total / s[passes / 2] / 1e9;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   long mib = 1024, passes = 5;
-  bool small_pages = false;
+  bool small_pages = false, no_prefetch = false;
   std::vector<int> threads = {1, 2};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -182,6 +123,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(a, "--mib")) mib = parse_int(a, v, 1, 1L << 20), ++i;
     else if (!std::strcmp(a, "--passes")) passes = parse_int(a, v, 1, 1000), ++i;
     else if (!std::strcmp(a, "--small-pages")) small_pages = true;
+    else if (!std::strcmp(a, "--no-prefetch")) no_prefetch = true;
     else if (!std::strcmp(a, "--threads")) {
       if (!v) usage("--threads needs a value");
       threads.clear();
@@ -196,7 +138,7 @@ int main(int argc, char** argv) {
       }
       ++i;
     } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      std::printf("usage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages]\n", PROG);
+      std::printf("usage: %s [--mib N] [--threads T[,T...]] [--passes K] [--small-pages] [--no-prefetch]\n", PROG);
       return 0;
     } else {
       usage((std::string("unknown argument ") + a).c_str());
@@ -221,16 +163,33 @@ int main(int argc, char** argv) {
     for (auto& t : pool) t.join();
   }
   const char* loads = nullptr;
-  const read_fn fn = pick(&loads);
+  read_fn fns[ml::bw::kPrefetchModes];
+  ml::bw::pick(&loads, fns);
+  const int n_modes = no_prefetch ? 1 : ml::bw::kPrefetchModes;
   std::printf("ml_bwprobe: %ld MiB array, L3 %s, transparent huge pages: %s, array %s, %u CPUs online\n\n",
               mib, first_line("/sys/devices/system/cpu/cpu0/cache/index3/size").c_str(),
               first_line("/sys/kernel/mm/transparent_hugepage/enabled").c_str(),
               advised ? "advised MADV_HUGEPAGE" : "not advised", std::thread::hardware_concurrency());
-  std::printf("| threads | MiB | passes | best GB/s | median GB/s | loads |\n| --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| threads | MiB | passes | best GB/s | median GB/s | loads (and prefetch mode) |\n| --- | --- | --- | --- | --- | --- |\n");
   for (int t : threads) {
-    double best = 0, median = 0;
-    measure(a, bytes, t, static_cast<int>(passes), fn, &best, &median);
-    std::printf("| %d | %ld | %ld | %.2f | %.2f | %s |\n", t, mib, passes, best, median, loads);
+    double best[ml::bw::kPrefetchModes], median[ml::bw::kPrefetchModes];
+    measure(a, bytes, t, static_cast<int>(passes), fns, n_modes, best, median);
+    int top = 0;
+    for (int m = 1; m < n_modes; ++m)
+      if (best[m] > best[top]) top = m;
+    std::string how = std::string(loads) + ", " + ml::bw::prefetch_name(top);
+    if (n_modes > 1) {  // the other loops' best, so a reader sees how much the prefetch mattered
+      how += " (";
+      for (int m = 0, first = 1; m < n_modes; ++m)
+        if (m != top) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "%s%s %.2f", first ? "" : ", ", ml::bw::prefetch_name(m), best[m]);
+          how += buf;
+          first = 0;
+        }
+      how += ")";
+    }
+    std::printf("| %d | %ld | %ld | %.2f | %.2f | %s |\n", t, mib, passes, best[top], median[top], how.c_str());
     std::fflush(stdout);
   }
   std::free(a);

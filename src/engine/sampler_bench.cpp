@@ -12,7 +12,7 @@ namespace {
 constexpr int32_t kVocab = 151936;
 
 // Logits with a normal spread of `scale` (Box-Muller over xorshift64*), and id 1234 at `lead`
-// when it is not 0: scale 2.5 and a lead of 20 give top-p a nucleus of one id out of ~1500
+// when it is not 0: scale 2.5 and a lead of 20 give top-p a nucleus of one id out of ~1700
 // candidates, as a trained model's confident step; scale 0.5 alone spreads the nucleus over most
 // of the vocabulary, as a random-weight model does.
 void fill_logits(float* l, float scale, float lead) {
