@@ -33,10 +33,11 @@
 //   lines      every quant line of each block and its scales (the matmul always; the matvec on
 //              Intel and on AMD before Zen 5, except avx512vnni's Q8 matvec on those AMD CPUs,
 //              V::kQ8PrefetchOnAmd: on Zen 4 the prefetches cost that stream 8-12% of decode);
-//   page kick  only the first 4 lines of each 4 KB page of quants, and of scales, as the stream
+//   page kick  only the first line of each 4 KB page of quants, and of scales, as the stream
 //              reaches it: the matvec on AMD Zen 5 and later (CPU family >= 26), where it decoded
 //              13-60% faster than either lines or none (docs/benchmarks.md). The prefetcher then
-//              follows the page on its own.
+//              follows the page on its own. One line decoded 4-15% faster than four (the first
+//              way, 2026-12-04), against a probe after every token (2026-12-05).
 // The choice is read once by CPUID (cpu_matvec_prefetch). Prefetching changes no result: every
 // way gives the same bits.
 #pragma once
@@ -58,6 +59,7 @@ inline constexpr int kOffInts = 512;           // int32 block offsets per chunk 
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 inline constexpr uintptr_t kPage = 4096;  // the page the hardware prefetcher does not leave
+inline constexpr int kKickLines = 1;       // lines a page kick requests (1, 2, 4 and 8 timed on Zen 5)
 
 // Page kick: the first `lines` cache lines of the page holding address a.
 template <int lines>
@@ -129,7 +131,7 @@ inline void group_blocks(typename V::vf acc[T], const uint8_t* wq, const void* w
       // The block whose prefetch target enters a new page kicks that page's first lines; the
       // scales (a slower stream) 256 bytes ahead of their own, the same way.
       const uintptr_t ahead = reinterpret_cast<uintptr_t>(wb) + ML_PREFETCH_DIST;
-      if ((ahead & (kPage - 1)) < (uintptr_t)block_bytes) kick_page<4>(ahead);
+      if ((ahead & (kPage - 1)) < (uintptr_t)block_bytes) kick_page<kKickLines>(ahead);
       const uintptr_t sahead = reinterpret_cast<uintptr_t>(static_cast<const uint8_t*>(wd) + (size_t)b * scale_bytes) + 256;
       if ((sahead & (kPage - 1)) < (uintptr_t)scale_bytes) kick_page<1>(sahead);
     }
@@ -189,7 +191,7 @@ void tile(float* Y, size_t ldy, const ml_qtensor* W, const int8_t* xq, const flo
   if constexpr (PF == Prefetch::page_kick) {
     // group_blocks kicks each page as the block ML_PREFETCH_DIST before it is read, so the page
     // after the stream's first is never kicked: kick it here.
-    kick_page<4>(reinterpret_cast<uintptr_t>(pq + (size_t)g0 * nb * block_bytes) + ML_PREFETCH_DIST);
+    kick_page<kKickLines>(reinterpret_cast<uintptr_t>(pq + (size_t)g0 * nb * block_bytes) + ML_PREFETCH_DIST);
   }
   for (int c0 = 0; c0 < nb; c0 += chunk) {
     const int nblk = nb - c0 < chunk ? nb - c0 : chunk;

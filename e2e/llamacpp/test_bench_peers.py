@@ -218,8 +218,9 @@ def check_probe_args(bin_dir, failures):
 def check_probe_modes(bin_dir, failures):
     """ml_bwprobe reports the fastest prefetch mode, naming it and the others' best."""
     exe = os.path.join(bin_dir, "ml_bwprobe")
-    modes = ("no prefetch", "every line 4 KiB ahead", "page kick")
-    for extra, want_others in (([], 2), (["--no-prefetch"], 0)):
+    modes = ("no prefetch", "every line 4 KiB ahead", "page kick of 1 line", "page kick of 2 lines",
+             "page kick of 4 lines")
+    for extra, want_others in (([], 4), (["--no-prefetch"], 0)):
         out = subprocess.run([exe, "--mib", "64", "--passes", "2", "--threads", "1"] + extra, capture_output=True,
                              text=True).stdout
         row = re.search(r"^\| 1 \| 64 \| 2 \| ([\d.]+) \| ([\d.]+) \| [^,|]+, ([^(|]+?)(?: \((.*)\))? \|$", out, re.M)

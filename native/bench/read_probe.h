@@ -27,7 +27,7 @@ class read_probe {
   // One pass over the array on every thread, in seconds.
   double read_seconds();
   size_t bytes() const;
-  std::string loads() const;  // which loop reads: "avx512 (64-byte loads), page kick", ...
+  std::string loads() const;  // which loop reads: "avx512 (64-byte loads), page kick of 2 lines", ...
 
  private:
   struct impl;

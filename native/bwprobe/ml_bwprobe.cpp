@@ -9,9 +9,9 @@
 // with 4 KiB pages the TLB misses alone cost a fifth of the bandwidth on a Zen 4 VM, and the
 // probe is meant to be the ceiling. --small-pages leaves the advice out (the system's default;
 // transparent huge pages as /sys/kernel/mm/transparent_hugepage/enabled says, printed).
-// Each pass runs the loop in three prefetch modes in turn (read_loops.h: none, every line, a page
-// kick) and the row gives the fastest mode's figures, naming it and the others' best: which mode
-// reads fastest depends on the CPU (on Zen 5 the page kick reads half again as much as plain
+// Each pass runs the loop in five prefetch modes in turn (read_loops.h: none, every line, a page
+// kick of 1, 2 or 4 lines) and the row gives the fastest mode's figures, naming it and the others'
+// best: which mode reads fastest depends on the CPU (on Zen 5 a page kick reads half again as much as plain
 // loads), and the probe is meant to be the ceiling. --no-prefetch times plain loads only (the
 // probe before 2026-12-05).
 //

@@ -3,11 +3,12 @@
 // loads cannot be dropped. Compiled per target with function attributes (no ISA flags at build
 // time) and picked by CPUID at run time.
 //
-// Each loop comes in three prefetch modes, because which one reads fastest depends on the CPU:
-// none (the hardware prefetchers alone), every line 4 KiB ahead, and a page kick (the first 4
-// lines of the page 4 KiB ahead, requested once per page, which is what krafla's matvec does on
-// Zen 5, kernels/x86_pack.h). On a Zen 5 VM the page kick read 29-31 GB/s on one thread where the
-// plain loop read 20-21 (docs/benchmarks.md), so a probe of plain loads alone is no ceiling there.
+// Each loop comes in five prefetch modes, because which one reads fastest depends on the CPU:
+// none (the hardware prefetchers alone), every line 4 KiB ahead, and a page kick of 1, 2 or 4
+// lines (the first lines of the page 4 KiB ahead, requested once per page, which is what krafla's
+// matvec does on Zen 5, kernels/x86_pack.h). On a Zen 5 VM a page kick read 29-38 GB/s on one
+// thread where the plain loop read 19-24 (docs/benchmarks.md), so a probe of plain loads alone is
+// no ceiling there.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,10 +20,12 @@
 
 namespace ml::bw {
 
-enum prefetch_mode { PF_NONE = 0, PF_LINES = 1, PF_PAGE_KICK = 2 };
-constexpr int kPrefetchModes = 3;
+enum prefetch_mode { PF_NONE = 0, PF_LINES = 1, PF_KICK1 = 2, PF_KICK2 = 3, PF_KICK4 = 4 };
+constexpr int kPrefetchModes = 5;
 inline const char* prefetch_name(int mode) {
-  return mode == PF_LINES ? "every line 4 KiB ahead" : mode == PF_PAGE_KICK ? "page kick" : "no prefetch";
+  static const char* const names[kPrefetchModes] = {"no prefetch", "every line 4 KiB ahead", "page kick of 1 line",
+                                                    "page kick of 2 lines", "page kick of 4 lines"};
+  return mode >= 0 && mode < kPrefetchModes ? names[mode] : "?";
 }
 
 // The software prefetches of one 256-byte step at p.
@@ -30,9 +33,10 @@ template <int Mode>
 inline void ahead(const uint8_t* p) {
   if (Mode == PF_LINES) {
     for (int l = 0; l < 4; ++l) __builtin_prefetch(p + 4096 + 64 * l, 0, 3);
-  } else if (Mode == PF_PAGE_KICK) {
+  } else if (Mode >= PF_KICK1) {
+    constexpr int lines = Mode == PF_KICK1 ? 1 : Mode == PF_KICK2 ? 2 : 4;
     if ((reinterpret_cast<uintptr_t>(p + 4096) & 4095) == 0)
-      for (int l = 0; l < 4; ++l) __builtin_prefetch(p + 4096 + 64 * l, 0, 3);
+      for (int l = 0; l < lines; ++l) __builtin_prefetch(p + 4096 + 64 * l, 0, 3);
   }
 }
 
@@ -109,22 +113,22 @@ inline void pick(const char** name, read_fn fns[kPrefetchModes]) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
     *name = "avx512 (64-byte loads)";
-    fns[0] = read_avx512<0>, fns[1] = read_avx512<1>, fns[2] = read_avx512<2>;
+    fns[0] = read_avx512<0>, fns[1] = read_avx512<1>, fns[2] = read_avx512<2>, fns[3] = read_avx512<3>, fns[4] = read_avx512<4>;
     return;
   }
   if (__builtin_cpu_supports("avx2")) {
     *name = "avx2 (32-byte loads)";
-    fns[0] = read_avx2<0>, fns[1] = read_avx2<1>, fns[2] = read_avx2<2>;
+    fns[0] = read_avx2<0>, fns[1] = read_avx2<1>, fns[2] = read_avx2<2>, fns[3] = read_avx2<3>, fns[4] = read_avx2<4>;
     return;
   }
   if (__builtin_cpu_supports("sse2")) {
     *name = "sse2 (16-byte loads)";
-    fns[0] = read_sse2<0>, fns[1] = read_sse2<1>, fns[2] = read_sse2<2>;
+    fns[0] = read_sse2<0>, fns[1] = read_sse2<1>, fns[2] = read_sse2<2>, fns[3] = read_sse2<3>, fns[4] = read_sse2<4>;
     return;
   }
 #endif
   *name = "64-bit words";
-  fns[0] = read_words<0>, fns[1] = read_words<1>, fns[2] = read_words<2>;
+  fns[0] = read_words<0>, fns[1] = read_words<1>, fns[2] = read_words<2>, fns[3] = read_words<3>, fns[4] = read_words<4>;
 }
 
 }  // namespace ml::bw
