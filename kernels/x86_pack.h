@@ -36,8 +36,9 @@
 //   page kick  only the first line of each 4 KB page of quants, and of scales, as the stream
 //              reaches it: the matvec on AMD Zen 5 and later (CPU family >= 26), where it decoded
 //              13-60% faster than either lines or none (docs/benchmarks.md). The prefetcher then
-//              follows the page on its own. One line decoded 4-15% faster than four (the first
-//              way, 2026-12-04), against a probe after every token (2026-12-05).
+//              follows the page on its own. It kicked 4 lines until 2026-12-05; one line won 23
+//              of 24 alternated runs against 4, by a median of 8 points of a read probe taken
+//              after every token.
 // The choice is read once by CPUID (cpu_matvec_prefetch). Prefetching changes no result: every
 // way gives the same bits.
 #pragma once

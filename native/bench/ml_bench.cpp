@@ -197,7 +197,12 @@ int bench_model(const model_opts& o) {
   ml::bench::read_probe probe;
   if (o.probe_mb > 0) {
     std::string why;
-    if (!probe.start((size_t)(o.probe_mb * 1e6), o.threads, &why)) return ml::cli::usage_error(PROG, "--probe-mb: " + why);
+    const auto st = probe.start((size_t)(o.probe_mb * 1e6), o.threads, &why);
+    if (st == ml::bench::read_probe::started::unsupported) return ml::cli::usage_error(PROG, "--probe-mb: " + why);
+    if (st == ml::bench::read_probe::started::no_memory) {
+      std::fprintf(stderr, "%s: --probe-mb: %s\n", PROG, why.c_str());
+      return 1;
+    }
     if (run_interleaved(h, prompts[0], o.decode, probe, &token_s, &probe_s, &err) != ML_OK) return ml::cli::report(PROG, err);
   }
   const char* pack = !info.packed ? "no" : info.pack_from_cache ? "cache" : "yes";

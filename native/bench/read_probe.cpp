@@ -55,8 +55,8 @@ struct read_probe::impl {
 read_probe::read_probe() = default;
 read_probe::~read_probe() = default;
 
-bool read_probe::start(size_t bytes, int threads, std::string* why) {
-  if (threads < 1 || bytes == 0) return *why = "the probe needs bytes and threads", false;
+read_probe::started read_probe::start(size_t bytes, int threads, std::string* why) {
+  if (threads < 1 || bytes == 0) return *why = "the probe needs bytes and threads", started::unsupported;
   p_ = std::make_unique<impl>(threads);
   p_->slice = (bytes / (size_t)threads + 255) / 256 * 256;
   const size_t total = (p_->slice * (size_t)threads + ((size_t)1 << 21) - 1) / ((size_t)1 << 21) * ((size_t)1 << 21);
@@ -64,7 +64,7 @@ bool read_probe::start(size_t bytes, int threads, std::string* why) {
   if (!p_->a) {
     *why = "cannot allocate " + std::to_string(total >> 20) + " MiB for the probe";
     p_.reset();
-    return false;
+    return started::no_memory;
   }
   ::madvise(p_->a, total, MADV_HUGEPAGE);  // as the packed weights are; a refusal only costs speed
   for (size_t k = 0; k < total; ++k) p_->a[k] = static_cast<uint8_t>(k * 131u);  // no zero page
@@ -81,7 +81,7 @@ bool read_probe::start(size_t bytes, int threads, std::string* why) {
       if (best == 0 || s < best) best = s, p_->mode = m;
     }
   p_->fn = fns[p_->mode];
-  return true;
+  return started::ok;
 }
 
 double read_probe::read_seconds() {
@@ -103,9 +103,9 @@ std::string read_probe::loads() const {
 struct read_probe::impl {};
 read_probe::read_probe() = default;
 read_probe::~read_probe() = default;
-bool read_probe::start(size_t, int, std::string* why) {
+read_probe::started read_probe::start(size_t, int, std::string* why) {
   *why = "the interleaved probe is built for Linux only";
-  return false;
+  return started::unsupported;
 }
 double read_probe::read_seconds() { return 0; }
 size_t read_probe::bytes() const { return 0; }

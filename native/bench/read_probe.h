@@ -22,8 +22,9 @@ class read_probe {
 
   // Allocates `bytes` (rounded up to 256 per thread; 2 MiB aligned, advised MADV_HUGEPAGE, written
   // once), starts threads - 1 workers and keeps the fastest of the loop's prefetch modes over two
-  // passes each (as ml_bwprobe reports the fastest). False with *why when it cannot.
-  bool start(size_t bytes, int threads, std::string* why);
+  // passes each (as ml_bwprobe reports the fastest). Otherwise *why says what failed.
+  enum class started { ok, unsupported, no_memory };
+  started start(size_t bytes, int threads, std::string* why);
   // One pass over the array on every thread, in seconds.
   double read_seconds();
   size_t bytes() const;
