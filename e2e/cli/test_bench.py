@@ -90,8 +90,9 @@ class Bench(unittest.TestCase):
     def test_probe(self):
         """--probe-mb: one more decode, each token followed by a read of that many MB on -t threads.
         Its line's figures agree with each other (GB/s = MB / the probe's median; the median ratio
-        within its quartiles; the tokens counted are the decoded ones that fed a token); a bad value
-        exits 2 naming the option; a build for another system refuses the option by name."""
+        within its quartiles; the tokens counted are the decoded ones that fed a token), and so do
+        those of the matrices-alone line, whose MB are the model's weights; a bad value exits 2
+        naming the option; a build for another system refuses the option by name."""
         m = h.random_model(ENV, "rand_q8_f32.mlb")
         cmd = [ENV.exe("ml_bench"), "--reps", "1", "--model", m, "--prefill", "8", "-n", "12", "-t", "2",
                "--probe-mb", "6"]
@@ -114,6 +115,21 @@ class Bench(unittest.TestCase):
         self.assertAlmostEqual(tps, 1000 / tok_ms, delta=tps * 0.0006 / tok_ms + 0.06)
         self.assertAlmostEqual(gbs, mb / probe_ms, delta=gbs * 0.0006 / probe_ms + 0.006)
         self.assertTrue(0 < q1 <= med <= q3, out)
+        # The same interleave over the matrix products alone: as many passes as tokens, over the
+        # weights a token reads (from the model's shape: dim 128, hidden 256, 3 layers, 4 heads,
+        # 2 KV heads of 32, vocabulary 256; Q8 with an f32 scale per 32 weights).
+        g = re.search(r"matrices alone: (\d+) passes over the ([\d.]+) MB of weights a token reads, each followed by "
+                      r"the probe: pass median ([\d.]+) ms \(([\d.]+) GB/s\), the token's other work about "
+                      r"(-?[\d.]+) ms; pass / probe read rate per pass: median ([\d.]+)% "
+                      r"\(quartiles ([\d.]+)-([\d.]+)%\)", out)
+        self.assertIsNotNone(g, out)
+        passes, wmb, pass_ms, pass_gbs, other_ms, pmed, pq1, pq3 = (float(x) for x in g.groups())
+        self.assertEqual(passes, n, out)
+        layer = 128 * 128 + 2 * 64 * 128 + 128 * 128 + 3 * 256 * 128
+        self.assertAlmostEqual(wmb, (3 * layer + 256 * 128) * (1 + 4 / 32) / 1e6, delta=0.0006)
+        self.assertAlmostEqual(pass_gbs, wmb / pass_ms, delta=pass_gbs * 0.0006 / pass_ms + 0.006)
+        self.assertAlmostEqual(other_ms, tok_ms - pass_ms, delta=0.0015)
+        self.assertTrue(0 < pq1 <= pmed <= pq3, out)
         rc, _, err = h.run([ENV.exe("ml_bench"), "--model", m, "--probe-mb", "-1"], check=False)
         self.assertEqual(rc, 2, err)
         self.assertIn("--probe-mb", err)

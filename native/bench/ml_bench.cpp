@@ -149,6 +149,23 @@ ml_status run_interleaved(ml::cli::handles& h, const std::vector<int32_t>& promp
   return ML_OK;
 }
 
+// The same interleave over the matrix products alone (ml_exec_time_matrices): n passes over every
+// weight matrix of a decode step, each followed by the probe, so the token's share of the probe
+// splits into the weight stream's and the rest of the forward pass's.
+ml_status run_matrices_interleaved(ml_exec* e, int n, ml::bench::read_probe& probe, std::vector<double>* pass_s,
+                                   std::vector<double>* probe_s, double* bytes, ml_error* err) {
+  for (int i = 0; i < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    double s;
+    ML_TRY_CLI(ml_exec_time_matrices(e, &s, bytes, err));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const double p = probe.read_seconds();
+    pass_s->push_back(s);
+    probe_s->push_back(p);
+  }
+  return ML_OK;
+}
+
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[(size_t)(q * (double)(v.size() - 1) + 0.5)];
@@ -193,7 +210,8 @@ int bench_model(const model_opts& o) {
     if (run_single(h, prompts[0], o.decode, &one, &err) != ML_OK) return ml::cli::report(PROG, err);
     if (o.sessions > 1 && run_together(h, prompts, o.decode, &all, &err) != ML_OK) return ml::cli::report(PROG, err);
   }
-  std::vector<double> token_s, probe_s;
+  std::vector<double> token_s, probe_s, pass_s, pass_probe_s;
+  double pass_bytes = 0;
   ml::bench::read_probe probe;
   if (o.probe_mb > 0) {
     std::string why;
@@ -204,6 +222,8 @@ int bench_model(const model_opts& o) {
       return 1;
     }
     if (run_interleaved(h, prompts[0], o.decode, probe, &token_s, &probe_s, &err) != ML_OK) return ml::cli::report(PROG, err);
+    if (run_matrices_interleaved(h.exec, (int)token_s.size(), probe, &pass_s, &pass_probe_s, &pass_bytes, &err) != ML_OK)
+      return ml::cli::report(PROG, err);
   }
   const char* pack = !info.packed ? "no" : info.pack_from_cache ? "cache" : "yes";
   std::printf("| model | ISA | wtype | dim | layers | -t | batch | packed | sessions | prefill tokens | prefill tok/s | "
@@ -234,6 +254,19 @@ int bench_model(const model_opts& o) {
                 "(quartiles %.1f-%.1f%%)\n",
                 token_s.size(), mb, o.threads, probe.loads().c_str(), tok * 1e3, 1.0 / tok, pr * 1e3, mb / 1e3 / pr,
                 100 * quantile(ratio, 0.5), 100 * quantile(ratio, 0.25), 100 * quantile(ratio, 0.75));
+  }
+  if (!pass_s.empty()) {
+    // Each pass's read rate over the probe's that followed it (the passes read pass_bytes, the
+    // probe its own size).
+    std::vector<double> share;
+    for (size_t i = 0; i < pass_s.size(); ++i)
+      share.push_back((pass_bytes / pass_s[i]) / ((double)probe.bytes() / pass_probe_s[i]));
+    const double ps = quantile(pass_s, 0.5);
+    std::printf("matrices alone: %zu passes over the %.3f MB of weights a token reads, each followed by the probe: pass "
+                "median %.3f ms (%.2f GB/s), the token's other work about %.3f ms; pass / probe read rate per pass: "
+                "median %.1f%% (quartiles %.1f-%.1f%%)\n",
+                pass_s.size(), pass_bytes / 1e6, ps * 1e3, pass_bytes / 1e9 / ps, (quantile(token_s, 0.5) - ps) * 1e3,
+                100 * quantile(share, 0.5), 100 * quantile(share, 0.25), 100 * quantile(share, 0.75));
   }
   return 0;
 }

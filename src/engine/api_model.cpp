@@ -239,6 +239,12 @@ int ml_exec_profile(const ml_exec* e, double seconds[6]) {
   return ML_STAGE_COUNT;
 }
 
+ml_status ml_exec_time_matrices(ml_exec* e, double* seconds, double* bytes, ml_error* err) {
+  if (!e || !seconds || !bytes) return ml_fail(err, ML_E_ARG, "ml_exec_time_matrices: a null argument");
+  *seconds = ml_forward_matrices(e->model, e, bytes);
+  return ML_OK;
+}
+
 ml_status ml_session_create(ml_session** out, const ml_model* m, const ml_session_params* p, ml_error* err) {
   *out = nullptr;
   const ml_session_params none{};

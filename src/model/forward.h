@@ -31,3 +31,9 @@ struct ml_batch {
 
 // Returns the number of logit rows written.
 int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b);
+
+// The matrix products of one decode step alone (forward_matrices.cpp): every matrix of the forward
+// pass once, in its order and grouping, on e's pool, over a fixed activation (e's scratch is
+// overwritten; no session is touched). Returns their summed seconds; *bytes: the weight bytes
+// they read. For benchmarks: a token's time beyond this is its other work.
+double ml_forward_matrices(const ml_model* m, ml_exec* e, double* bytes);

@@ -97,6 +97,11 @@ size_t ml_exec_bytes(const ml_exec* e); /* its scratch */
 /* Seconds per stage since creation (profile on): qkv, attention, wo, ffn, classifier, other.
  * Returns the number of stages written (6), or 0 when profiling is off. */
 int ml_exec_profile(const ml_exec* e, double seconds[6]);
+/* Times the matrix products of one decode step alone: every weight matrix of the forward pass
+ * once, in its order and grouping, on e's threads, over a fixed activation (e's scratch is
+ * overwritten; no session is touched). *seconds: their time; *bytes: the weight bytes they read.
+ * For benchmarks (ml_bench --probe-mb): a token's time beyond it is its other work. */
+ml_status ml_exec_time_matrices(ml_exec* e, double* seconds, double* bytes, ml_error* err);
 
 /* ---- Sessions ------------------------------------------------------------------------------- */
 
