@@ -27,7 +27,7 @@ inline std::string tmp_path(const std::string& name) {
 // A random model of a small shape, written once per process per name (the converter's seed makes
 // the bytes deterministic).
 inline std::string random_model(const std::string& name, int wtype = ML_DT_Q8, int dim = 64, int kv_heads = 2,
-                                int layers = 2, int vocab = 96, int max_seq = 256) {
+                                int layers = 2, int vocab = 96, int max_seq = 256, bool scales_f16 = false) {
   const std::string path = tmp_path(name + ".mlb");
   ml_convert_random_params p = ml_convert_random_defaults();
   p.dim = dim;
@@ -38,6 +38,7 @@ inline std::string random_model(const std::string& name, int wtype = ML_DT_Q8, i
   p.vocab = vocab;
   p.max_seq = max_seq;
   p.wtype = wtype;
+  p.scales_f16 = scales_f16 ? 1 : 0;
   p.seed = 7;
   p.out = path.c_str();
   ml_error err;

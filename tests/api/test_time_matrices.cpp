@@ -20,25 +20,10 @@ double expected_bytes(const ml_model_info& i, int wtype, bool scales_f16) {
   return weights * ((wtype == ML_DT_Q4 ? 0.5 : 1.0) + (scales_f16 ? 2.0 : 4.0) / 32);
 }
 
+// The fixture's random model with 3 layers of dim 128 (hidden 224) and 160 ids, with f16 or f32
+// scales.
 std::string model_with_scales(const std::string& name, int wtype, bool f16) {
-  const std::string path = api::tmp_path(name + ".mlb");
-  ml_convert_random_params p = ml_convert_random_defaults();
-  p.dim = 128;
-  p.hidden = 224;
-  p.layers = 3;
-  p.heads = 4;
-  p.kv_heads = 2;
-  p.vocab = 160;
-  p.max_seq = 64;
-  p.wtype = wtype;
-  p.scales_f16 = f16 ? 1 : 0;
-  p.seed = 11;
-  p.out = path.c_str();
-  ml_error err;
-  const ml_status s = ml_convert_random(&p, &err);
-  INFO(err.msg);
-  REQUIRE(s == ML_OK);
-  return path;
+  return api::random_model(name, wtype, 128, 2, 3, 160, 64, f16);
 }
 
 }  // namespace
