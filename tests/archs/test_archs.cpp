@@ -1,6 +1,7 @@
 // Every architecture the forward pass runs, on random models written by cv_random from a header
 // (the way `ml_convert random --config` does): each loads, and its logits do not depend on the
-// thread count or the batch split, bit for bit. Each feature is checked against what it must
+// thread count or the batch split, bit for bit; ml_forward_matrices (ml_bench's "matrices alone")
+// reads each of its matrices once. Each feature is checked against what it must
 // compute where that can be stated exactly through the engine itself: a window as long as the
 // context and a local RoPE base equal to the global one change nothing; soft-capping gives
 // c * tanh(logits / c) of the uncapped logits. (tools/ref_forward, the independent oracle, is held
@@ -19,6 +20,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "model/tensor_table.h"
 #include "test_tmp.h"
 
 namespace {
@@ -229,5 +231,38 @@ TEST_CASE("archs: soft-capping gives c * tanh(logits / c) of the uncapped logits
   for (size_t i = 0; i < plain.size(); ++i) {
     CHECK(std::fabs(capped[i]) < 2.5f);
     CHECK(capped[i] == 2.5f * std::tanh(plain[i] / 2.5f));
+  }
+}
+
+// The matrix products of a decode step alone read every matrix the tensor table lists, once: their
+// bytes equal the sum over that independent list (quants and scales of each), and fit in the packed
+// region.
+TEST_CASE("archs: the matrices alone read every matrix of each architecture once", "[archs]") {
+  for (const arch_case& a : kArchs) {
+    ml_mlb_header h = base_header();
+    a.apply(&h);
+    INFO(a.name);
+    const std::string path = write_model(std::string(a.name) + "_matrices", h, ML_DT_Q4);
+    ml_model m;
+    ml_error err;
+    REQUIRE(ml_model_load(&m, path.c_str(), &err) == ML_OK);
+    ml_model_options mo;
+    mo.pack = true;
+    REQUIRE(ml_model_prepare(&m, &mo, &err) == ML_OK);
+    double want = 0;
+    ml_for_each_packed(&m, [&](ml_qtensor* W) {
+      const double n = (double)W->rows * W->cols;
+      want += (W->type == ML_DT_Q4 ? n / 2 : n) + n / ML_QK * ((W->pq ? W->pd_f16 : W->d_f16) ? 2 : 4);
+    });
+    ml_exec e;
+    ml_exec_opts eo;
+    eo.n_threads = ml_pool_threads_built() ? 2 : 1;
+    REQUIRE(ml_exec_init(&e, &m, &eo, &err) == ML_OK);
+    double bytes = 0;
+    CHECK(ml_forward_matrices(&m, &e, &bytes) > 0);
+    CHECK(bytes == want);
+    if (m.packed) CHECK(bytes <= (double)m.packed_bytes);
+    ml_exec_release(&e);
+    ml_model_free(&m);
   }
 }
