@@ -1,7 +1,7 @@
 // ml_exec_time_matrices: the matrix products of one decode step alone (behind ml_bench
 // --probe-mb's "matrices alone" line). The bytes it reports are the weights a token reads,
-// computed here from the model's shape (every matrix once, the classifier once even when tied);
-// the same for packed and row-major weights and any thread count. A call overwrites only the
+// computed here from the model's shape (every matrix once; tests/archs covers tied classifiers and
+// the other architectures); the same for packed and row-major weights and any thread count. A call overwrites only the
 // executor's scratch: a session fed before and after one gets the logits of a session fed
 // without it, byte for byte.
 #include <vector>
