@@ -28,17 +28,6 @@ struct stage_timer {
   }
 };
 
-// Quantizes n tokens' rows of width w (row stride ld) into the activation buffer, token t at t * w.
-ml_qbatch quantize_rows(ml_exec* e, const float* x, int ld, int w, int n) {
-  for (int t = 0; t < n; ++t)
-    ml_op_quantize(e->act_q + (size_t)t * w, e->act_d + (size_t)t * (w / ML_QK), x + (size_t)t * ld, w);
-  ml_qbatch b;
-  b.q = e->act_q;
-  b.d = e->act_d;
-  b.n = w;
-  b.n_tokens = n;
-  return b;
-}
 
 // x[n] += b[n] (a projection's bias).
 void add_bias(float* x, const float* b, int n) {
@@ -79,7 +68,7 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
   const int ldxb = std::max(c.dim, c.q_dim);
   for (int t = 0; t < n; ++t)
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
-  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
+  const ml_qbatch xq = ml_quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
   const ml_matmul_job qkv[4] = {
       {e->q, c.q_dim, &L.wq}, {e->k, c.kv_dim, &L.wk}, {e->v, c.kv_dim, &L.wv}, {e->gate, c.q_dim, &L.wg}};
@@ -110,7 +99,7 @@ void attention_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_
   if (c.attn_gate)
     for (int t = 0; t < n; ++t) gate_sigmoid(e->xb + (size_t)t * ldxb, e->gate + (size_t)t * c.q_dim, c.q_dim);
 
-  const ml_qbatch oq = quantize_rows(e, e->xb, ldxb, c.q_dim, n);
+  const ml_qbatch oq = ml_quantize_rows(e, e->xb, ldxb, c.q_dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.wo, &oq);
   tm.mark(ML_STAGE_WO);
@@ -127,7 +116,7 @@ void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_lay
   const int nv = c.delta.n_v_heads, lin_v = nv * c.delta.v_dim, ch = ml_delta_channels(&c.delta);
   for (int t = 0; t < n; ++t)
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.attn_norm, c.dim, c.norm_eps);
-  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
+  const ml_qbatch xq = ml_quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
   const ml_matmul_job proj[4] = {
       {e->lin_qkv, ch, &L.wqkv}, {e->lin_z, lin_v, &L.wz}, {e->lin_b, nv, &L.wbeta}, {e->lin_a, nv, &L.walpha}};
@@ -147,7 +136,7 @@ void linear_block(const ml_model* m, ml_exec* e, const ml_batch* b, const ml_lay
   db.states = e->lin_states;
   ml_op_delta(e->pool, &db, &c.delta, &L.delta);
   tm.mark(ML_STAGE_ATTENTION);
-  const ml_qbatch oq = quantize_rows(e, e->lin_z, lin_v, lin_v, n);
+  const ml_qbatch oq = ml_quantize_rows(e, e->lin_z, lin_v, lin_v, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.wssm_out, &oq);
   tm.mark(ML_STAGE_WO);
@@ -160,11 +149,11 @@ void ffn_block(const ml_model* m, ml_exec* e, int n, const ml_layer& L, stage_ti
   const int ldxb = std::max(c.dim, c.q_dim);
   for (int t = 0; t < n; ++t)
     k::rmsnorm(e->xb + (size_t)t * ldxb, e->x + (size_t)t * c.dim, L.ffn_norm, c.dim, c.norm_eps);
-  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, n);
+  const ml_qbatch xq = ml_quantize_rows(e, e->xb, ldxb, c.dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_gated_up(e->pool, e->hb, e->hb2, c.hidden_dim, &L.w1, &L.w3, &xq, c.gelu);
   tm.mark(ML_STAGE_FFN);
-  const ml_qbatch hq = quantize_rows(e, e->hb, c.hidden_dim, c.hidden_dim, n);
+  const ml_qbatch hq = ml_quantize_rows(e, e->hb, c.hidden_dim, c.hidden_dim, n);
   tm.mark(ML_STAGE_OTHER);
   ml_op_matmul(e->pool, e->xb2, c.dim, &L.w2, &hq);
   tm.mark(ML_STAGE_FFN);
@@ -178,6 +167,17 @@ void softcap(float* logits, int n, float cap) {
 }
 
 }  // namespace
+
+ml_qbatch ml_quantize_rows(ml_exec* e, const float* x, int ld, int w, int n) {
+  for (int t = 0; t < n; ++t)
+    ml_op_quantize(e->act_q + (size_t)t * w, e->act_d + (size_t)t * (w / ML_QK), x + (size_t)t * ld, w);
+  ml_qbatch b;
+  b.q = e->act_q;
+  b.d = e->act_d;
+  b.n = w;
+  b.n_tokens = n;
+  return b;
+}
 
 int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
   const ml_config& c = m->cfg;
@@ -202,7 +202,7 @@ int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b) {
     tm.mark(ML_STAGE_OTHER);
     return 0;
   }
-  const ml_qbatch xq = quantize_rows(e, e->xb, ldxb, c.dim, rows);
+  const ml_qbatch xq = ml_quantize_rows(e, e->xb, ldxb, c.dim, rows);
   tm.mark(ML_STAGE_OTHER);
   float* logits = rows == 1 && b->logits_out ? b->logits_out : e->logits;
   ml_op_matmul(e->pool, logits, c.vocab_size, &m->output, &xq);

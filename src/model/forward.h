@@ -11,6 +11,7 @@
 #include "model/exec.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "ops/matvec.h"
 
 // n tokens (1 <= n <= exec max_batch): token i is tokens[i] of sessions[i] at position pos[i].
 // The caller checks: ids in the vocabulary, pos[i] < that session's ctx, a session's positions in
@@ -31,6 +32,10 @@ struct ml_batch {
 
 // Returns the number of logit rows written.
 int ml_forward(const ml_model* m, ml_exec* e, const ml_batch* b);
+
+// Quantizes n tokens' rows of width w (row stride ld) into e's activation buffer, token t at t * w:
+// the input of the next matrix products.
+ml_qbatch ml_quantize_rows(ml_exec* e, const float* x, int ld, int w, int n);
 
 // The matrix products of one decode step alone (forward_matrices.cpp): every matrix of the forward
 // pass once, in its order and grouping, on e's pool, over a fixed activation (e's scratch is

@@ -30,13 +30,7 @@ struct matrix_timer {
   // Writes the fixed activation of width w into x and quantizes it (untimed) for the next pass.
   ml_qbatch input(float* x, int w) {
     for (int i = 0; i < w; ++i) x[i] = 0.01f * (float)(i % 7 - 3);  // a few distinct values, not all zero
-    ml_op_quantize(e->act_q, e->act_d, x, w);
-    ml_qbatch b;
-    b.q = e->act_q;
-    b.d = e->act_d;
-    b.n = w;
-    b.n_tokens = 1;
-    return b;
+    return ml_quantize_rows(e, x, w, w, 1);
   }
   template <class F>
   void pass(F&& run) {
