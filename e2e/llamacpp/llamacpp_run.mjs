@@ -6,9 +6,12 @@
 // logits (with --logits) are llama.cpp's raw logits after each fed token: prompt positions
 // 0..P-1 and then each generated token but the last (P + n - 1 rows), the same rows as
 // `ml_run --tokens PROMPT+GENERATED[:-1] --dump-logits`. Every generated token is also checked to
-// be the argmax of its logits row (the lowest id on a tie) when --logits is on.
+// be the argmax of its logits row (the lowest id on a tie) when --logits is on. --tokens may be
+// given several times: each prompt runs in turn on the same context, cleared in between
+// (clearHistory), and prints its own object, one line each (a test that tries many prompts then
+// starts node and loads the model once; each start costs about 1.4 s).
 //
-//   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [-n 32] [-t 1] [--logits] [--ctx N] [--kv f16|f32]
+//   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3" [--tokens "4 5" ...] [-n 32] [-t 1] [--logits] [--ctx N] [--kv f16|f32]
 //   node llamacpp_run.mjs MODEL.gguf --bench [--prefill 64] [--decode 128] [-t 1] [--runs 3]
 //   node llamacpp_run.mjs MODEL.gguf --tokens "1 2 3 ..." --chunk N [-t 1] [--kv f16|f32]
 //
@@ -41,7 +44,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, chunk: 0, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
+  const o = { model: null, tokens: null, prompts: [], chunk: 0, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
   const int = (v, name) => {
     if (v === undefined || !/^\d+$/.test(v)) usage(`${name}: '${v}' is not a non-negative integer`);
     return Number(v);
@@ -52,6 +55,8 @@ function parseArgs(argv) {
       const v = argv[++i];
       if (v === undefined) usage('--tokens needs a value');
       o.tokens = v.trim().split(/[\s,]+/).filter((s) => s.length).map((s) => int(s, '--tokens'));
+      if (o.tokens.length === 0) usage('--tokens: no ids given');
+      o.prompts.push(o.tokens);
     } else if (a === '-n') o.n = int(argv[++i], '-n');
     else if (a === '-t' || a === '--threads') o.threads = int(argv[++i], '-t');
     else if (a === '--ctx') o.ctx = int(argv[++i], '--ctx');
@@ -72,6 +77,7 @@ function parseArgs(argv) {
   if (!o.model) usage('no model given');
   if (!o.bench && (!o.tokens || o.tokens.length === 0)) usage('--tokens: no ids given');
   if (o.threads < 1) usage('-t must be >= 1');
+  if (o.chunk && o.prompts.length > 1) usage('--chunk takes one --tokens');
   if (o.chunk && o.tokens && o.tokens.length % o.chunk !== 0) usage(`--chunk: ${o.tokens.length} ids are not a whole number of chunks of ${o.chunk}`);
   return o;
 }
@@ -102,10 +108,11 @@ async function main() {
     },
   });
   const model = await llama.loadModel({ modelPath: path.resolve(o.model), gpuLayers: 0, useMmap: true });
-  const need = o.bench ? o.prefill + o.decode + 1 : o.chunk ? o.chunk : o.tokens.length + o.n + 1;
+  const longest = Math.max(0, ...o.prompts.map((p) => p.length));
+  const need = o.bench ? o.prefill + o.decode + 1 : o.chunk ? o.chunk : longest + o.n + 1;
   const contextSize = Math.max(o.ctx || need, 32);
   const context = await model.createContext({
-    contextSize, batchSize: Math.max(o.bench ? o.prefill : o.chunk || o.tokens.length, 1), sequences: 1,
+    contextSize, batchSize: Math.max(o.bench ? o.prefill : o.chunk || longest, 1), sequences: 1,
     threads: { ideal: o.threads, min: o.threads }, flashAttention: false,
     experimentalKvCacheKeyType: o.kv.toUpperCase(), experimentalKvCacheValueType: o.kv.toUpperCase(),
     performanceTracking: o.bench,
@@ -161,34 +168,42 @@ async function main() {
     }
     process.stdout.write(JSON.stringify({ logits: rows, threads: o.threads, llama_cpp: llamaInfo(llama) }) + '\n');
   } else {
-    const rows = [];
-    const tokens = [];
-    // The prompt: logits after every position when asked, else only after the last.
-    const items = o.tokens.map((id, i) =>
-      i === o.tokens.length - 1 ? [id, gen(o.logits)] : o.logits ? [id, { generateNext: { logits: true } }] : id);
-    let res = await seq.controlledEvaluate(items);
-    const collect = (r, i) => {
-      if (o.logits) rows.push(logitsArray(r[i].next.logits, r[i].next.logits.size));
-    };
-    if (o.logits) for (let i = 0; i < o.tokens.length; ++i) collect(res, i);
-    let next = res[o.tokens.length - 1].next.token;
-    for (let k = 0; k < o.n; ++k) {
-      if (next === undefined || next === null) throw new Error(`llama.cpp gave no token at step ${k}`);
-      tokens.push(next);
-      if (o.logits && argmax(rows[rows.length - 1]) !== next)
-        throw new Error(`step ${k}: llama.cpp's greedy token ${next} is not the argmax ${argmax(rows[rows.length - 1])} of its logits`);
-      if (k === o.n - 1) break;
-      res = await seq.controlledEvaluate([[next, gen(o.logits)]]);
-      collect(res, 0);
-      next = res[0].next.token;
+    for (const prompt of o.prompts) {
+      await seq.clearHistory();
+      process.stdout.write(JSON.stringify(await generate(seq, prompt, o, gen, llama)) + '\n');
     }
-    const out = { tokens, threads: o.threads, llama_cpp: llamaInfo(llama) };
-    if (o.logits) out.logits = rows;
-    process.stdout.write(JSON.stringify(out) + '\n');
   }
   await context.dispose();
   await model.dispose();
   await llama.dispose();
+}
+
+// One prompt's greedy run from an empty sequence: {tokens, threads, llama_cpp[, logits]}.
+async function generate(seq, prompt, o, gen, llama) {
+  const rows = [];
+  const tokens = [];
+  // The prompt: logits after every position when asked, else only after the last.
+  const items = prompt.map((id, i) =>
+    i === prompt.length - 1 ? [id, gen(o.logits)] : o.logits ? [id, { generateNext: { logits: true } }] : id);
+  let res = await seq.controlledEvaluate(items);
+  const collect = (r, i) => {
+    if (o.logits) rows.push(logitsArray(r[i].next.logits, r[i].next.logits.size));
+  };
+  if (o.logits) for (let i = 0; i < prompt.length; ++i) collect(res, i);
+  let next = res[prompt.length - 1].next.token;
+  for (let k = 0; k < o.n; ++k) {
+    if (next === undefined || next === null) throw new Error(`llama.cpp gave no token at step ${k}`);
+    tokens.push(next);
+    if (o.logits && argmax(rows[rows.length - 1]) !== next)
+      throw new Error(`step ${k}: llama.cpp's greedy token ${next} is not the argmax ${argmax(rows[rows.length - 1])} of its logits`);
+    if (k === o.n - 1) break;
+    res = await seq.controlledEvaluate([[next, gen(o.logits)]]);
+    collect(res, 0);
+    next = res[0].next.token;
+  }
+  const out = { tokens, threads: o.threads, llama_cpp: llamaInfo(llama) };
+  if (o.logits) out.logits = rows;
+  return out;
 }
 
 function llamaInfo(llama) {

@@ -53,6 +53,7 @@ TIE_GAP = 0.01
 N_GEN = 32
 VOCAB = 512
 SEARCH = 40  # prompt seeds tried for a run without near ties
+SEARCH_BATCH = 16  # of those, how many one node process runs (a start costs ~1.4 s; seeds 1-14 sufficed)
 # Qwen3.5's gated-delta layers differ more between the engines: logits ~3-4% of the largest apart
 # (the others ~1.5%), KL up to 1.7e-3 over 4 layers and growing with depth (1e-3 mean at 8). Its
 # bounds are 5x looser; a structural mistake is far outside them (q and the output gate swapped
@@ -116,10 +117,18 @@ def make_pair(name, shape, wtype):
     return mlb, gguf
 
 
+def llamacpp_many(gguf, prompts, n=N_GEN, logits=True):
+    """llama.cpp's greedy runs of several prompts, each from an empty sequence, in one node process."""
+    cmd = [NODE, DRIVER, gguf, "-n", n] + (["--logits"] if logits else [])
+    for ids in prompts:
+        cmd += ["--tokens", " ".join(map(str, ids))]
+    runs = [json.loads(line) for line in h.run(cmd)[1].splitlines() if line.strip()]
+    assert len(runs) == len(prompts), "llamacpp_run.mjs printed %d runs for %d prompts" % (len(runs), len(prompts))
+    return runs
+
+
 def llamacpp(gguf, ids, n=N_GEN, logits=True):
-    cmd = [NODE, DRIVER, gguf, "--tokens", " ".join(map(str, ids)), "-n", n] + (["--logits"] if logits else [])
-    out = h.run(cmd)[1]
-    return json.loads(out)
+    return llamacpp_many(gguf, [ids], n, logits)[0]
 
 
 def write_rows(rows, path):
@@ -244,15 +253,19 @@ class RandomLlama(unittest.TestCase):
         mlb, gguf = make_pair(shape, shape, wtype)
         tag = "%s_%s" % (shape, wtype)
         kl_max, gap = TOLERANCE.get(shape, (KL_MAX, TIE_GAP))
+        # llama.cpp on the fixed prompt and the first batch of search prompts, in one process.
+        fixed = prompt_ids(seed=1000)
+        runs = llamacpp_many(gguf, [fixed] + [prompt_ids(s) for s in range(1, SEARCH_BATCH + 1)])
         # The logits on a fixed prompt, near ties and all.
-        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, prompt_ids(seed=1000), tag + "_fixed", kl_max=kl_max,
+        ok, line, _, _ = compare_with_llamacpp(mlb, gguf, fixed, tag + "_fixed", runs.pop(0), kl_max=kl_max,
                                                tie_gap=gap)
         print("%s: fixed prompt: %s" % (tag, line))
         self.assertTrue(ok, line)
         # The greedy continuation on the first prompt without a near tie in llama.cpp's run.
         for seed in range(1, SEARCH + 1):
-            ids = prompt_ids(seed)
-            lc = llamacpp(gguf, ids)
+            if seed > len(runs):
+                runs += llamacpp_many(gguf, [prompt_ids(s) for s in range(seed, min(seed + SEARCH_BATCH, SEARCH + 1))])
+            ids, lc = prompt_ids(seed), runs[seed - 1]
             # (and without BOS or EOS in the continuation, where ml_run stops: llama2.c's rule)
             if not near_ties(np.array(lc["logits"]), gap).any() and not {1, 2} & set(lc["tokens"]):
                 break
