@@ -4,7 +4,7 @@
 # in the order they were added, and a long one added late runs alone at the end while the other
 # core idles: the asan preset lost about 2 of its 10 test minutes to that.
 #
-# ml_set_test_costs() at the end of each folder that adds tests (set_tests_properties sees only
+# ml_set_test_costs() at the end of each folder that adds these tests (set_tests_properties sees only
 # the current folder's tests before CMake 3.28). The figures are seconds on a 2-core VM, in the
 # slowest preset that runs the test; only their order matters.
 set(ML_TEST_COSTS
@@ -12,7 +12,7 @@ set(ML_TEST_COSTS
     e2e.llamacpp 75  e2e.run.packing 60  e2e.run.threads-batch 60  e2e.run.same-as-scalar 40
     e2e.server 35  e2e.run.archs 34  kernels.sve_128bit 33  e2e.run.mem32 27  e2e.chat 26
     e2e.hf.templates 26  e2e.hf.errors 24  e2e.server.http_bad_input 24  e2e.hf.tokenizers 23)
-set(ML_FUZZ_TEST_COST 15)  # every fuzz.<name>: the corpus replay, then ML_FUZZ_SECONDS
+# (The fuzz.<name> tests set their own, from ML_FUZZ_SECONDS: fuzz/CMakeLists.txt.)
 
 function(ml_set_test_costs)
   set(costs ${ML_TEST_COSTS})
@@ -24,12 +24,6 @@ function(ml_set_test_costs)
     list(GET costs ${j} cost)
     if(TEST ${name})
       set_tests_properties(${name} PROPERTIES COST ${cost})
-    endif()
-  endforeach()
-  get_property(tests DIRECTORY PROPERTY TESTS)
-  foreach(t ${tests})
-    if(t MATCHES "^fuzz\\.")
-      set_tests_properties(${t} PROPERTIES COST ${ML_FUZZ_TEST_COST})
     endif()
   endforeach()
 endfunction()

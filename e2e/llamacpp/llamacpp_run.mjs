@@ -44,7 +44,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const o = { model: null, tokens: null, prompts: [], chunk: 0, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
+  const o = { model: null, prompts: [], chunk: 0, n: 32, threads: 1, logits: false, ctx: 0, bench: false, prefill: 64, decode: 128, kv: 'f16', runs: 3 };
   const int = (v, name) => {
     if (v === undefined || !/^\d+$/.test(v)) usage(`${name}: '${v}' is not a non-negative integer`);
     return Number(v);
@@ -54,9 +54,9 @@ function parseArgs(argv) {
     if (a === '--tokens') {
       const v = argv[++i];
       if (v === undefined) usage('--tokens needs a value');
-      o.tokens = v.trim().split(/[\s,]+/).filter((s) => s.length).map((s) => int(s, '--tokens'));
-      if (o.tokens.length === 0) usage('--tokens: no ids given');
-      o.prompts.push(o.tokens);
+      const ids = v.trim().split(/[\s,]+/).filter((s) => s.length).map((s) => int(s, '--tokens'));
+      if (ids.length === 0) usage('--tokens: no ids given');
+      o.prompts.push(ids);
     } else if (a === '-n') o.n = int(argv[++i], '-n');
     else if (a === '-t' || a === '--threads') o.threads = int(argv[++i], '-t');
     else if (a === '--ctx') o.ctx = int(argv[++i], '--ctx');
@@ -75,10 +75,10 @@ function parseArgs(argv) {
     else usage(`unexpected argument ${a}`);
   }
   if (!o.model) usage('no model given');
-  if (!o.bench && (!o.tokens || o.tokens.length === 0)) usage('--tokens: no ids given');
+  if (!o.bench && o.prompts.length === 0) usage('--tokens: no ids given');
   if (o.threads < 1) usage('-t must be >= 1');
   if (o.chunk && o.prompts.length > 1) usage('--chunk takes one --tokens');
-  if (o.chunk && o.tokens && o.tokens.length % o.chunk !== 0) usage(`--chunk: ${o.tokens.length} ids are not a whole number of chunks of ${o.chunk}`);
+  if (o.chunk && o.prompts.length && o.prompts[0].length % o.chunk !== 0) usage(`--chunk: ${o.prompts[0].length} ids are not a whole number of chunks of ${o.chunk}`);
   return o;
 }
 
@@ -161,9 +161,10 @@ async function main() {
     }) + '\n');
   } else if (o.chunk) {
     const rows = [];
-    for (let c = 0; c < o.tokens.length; c += o.chunk) {
+    const ids = o.prompts[0];
+    for (let c = 0; c < ids.length; c += o.chunk) {
       await seq.clearHistory();
-      const res = await seq.controlledEvaluate(o.tokens.slice(c, c + o.chunk).map((id) => [id, { generateNext: { logits: true } }]));
+      const res = await seq.controlledEvaluate(ids.slice(c, c + o.chunk).map((id) => [id, { generateNext: { logits: true } }]));
       for (let i = 0; i < o.chunk; ++i) rows.push(logitsArray(res[i].next.logits, res[i].next.logits.size));
     }
     process.stdout.write(JSON.stringify({ logits: rows, threads: o.threads, llama_cpp: llamaInfo(llama) }) + '\n');

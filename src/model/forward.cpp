@@ -28,7 +28,6 @@ struct stage_timer {
   }
 };
 
-
 // x[n] += b[n] (a projection's bias).
 void add_bias(float* x, const float* b, int n) {
   if (b) k::add(x, b, n);
